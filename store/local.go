@@ -7,7 +7,6 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
-	"sort"
 	"strings"
 	"syscall"
 )
@@ -68,7 +67,7 @@ func (l *Local) List(ctx context.Context) ([]Object, error) {
 	if err != nil {
 		return nil, err
 	}
-	sort.Slice(objs, func(i, j int) bool { return objs[i].Key < objs[j].Key })
+	sortObjects(objs)
 	return objs, nil
 }
 

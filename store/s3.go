@@ -1,0 +1,209 @@
+package store
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	awshttp "github.com/aws/aws-sdk-go-v2/aws/transport/http"
+	"github.com/aws/aws-sdk-go-v2/config"
+	"github.com/aws/aws-sdk-go-v2/service/s3"
+	"github.com/aws/smithy-go"
+)
+
+// S3Options configure an S3 backend. Credentials come from the standard AWS
+// chain (environment, shared config and profiles, IMDS) and are never logged.
+type S3Options struct {
+	Endpoint       string        // e.g. http://127.0.0.1:9000; "" for AWS
+	Region         string        // "" = from the AWS config, else us-east-1
+	Profile        string        // shared-config profile
+	ForcePathStyle bool          // on by default when Endpoint is set (cmd decides)
+	MaxConns       int           // HTTP connections kept per host
+	StallTimeout   time.Duration // a body that yields no byte for this long is abandoned
+}
+
+// S3 reads objects of one bucket under one prefix.
+type S3 struct {
+	client *s3.Client
+	bucket string
+	prefix string
+	stall  time.Duration
+}
+
+var _ Store = (*S3)(nil)
+
+// NewS3 builds a client. It does not contact the endpoint; the first List
+// does, and reports a missing bucket or bad credentials.
+func NewS3(ctx context.Context, src Source, opts S3Options) (*S3, error) {
+	if opts.MaxConns <= 0 {
+		opts.MaxConns = 128
+	}
+	if opts.StallTimeout <= 0 {
+		opts.StallTimeout = 30 * time.Second
+	}
+	httpClient := awshttp.NewBuildableClient().WithTransportOptions(func(t *http.Transport) {
+		t.MaxIdleConns = opts.MaxConns * 2
+		t.MaxIdleConnsPerHost = opts.MaxConns
+		t.IdleConnTimeout = 90 * time.Second
+	}).WithDialerOptions(func(d *net.Dialer) {
+		d.Timeout = 5 * time.Second
+	})
+	loadOpts := []func(*config.LoadOptions) error{
+		config.WithHTTPClient(httpClient),
+		// Retries live in the Retry wrapper, which also covers failures
+		// in the middle of a body; the SDK makes one attempt.
+		config.WithRetryMaxAttempts(1),
+	}
+	if opts.Profile != "" {
+		loadOpts = append(loadOpts, config.WithSharedConfigProfile(opts.Profile))
+	}
+	if opts.Region != "" {
+		loadOpts = append(loadOpts, config.WithRegion(opts.Region))
+	}
+	cfg, err := config.LoadDefaultConfig(ctx, loadOpts...)
+	if err != nil {
+		return nil, fmt.Errorf("aws config: %w", err)
+	}
+	if cfg.Region == "" {
+		cfg.Region = "us-east-1"
+	}
+	client := s3.NewFromConfig(cfg, func(o *s3.Options) {
+		if opts.Endpoint != "" {
+			o.BaseEndpoint = aws.String(opts.Endpoint)
+		}
+		o.UsePathStyle = opts.ForcePathStyle
+		o.RequestChecksumCalculation = aws.RequestChecksumCalculationWhenRequired
+		o.ResponseChecksumValidation = aws.ResponseChecksumValidationWhenRequired
+	})
+	return &S3{client: client, bucket: src.Bucket, prefix: src.Prefix, stall: opts.StallTimeout}, nil
+}
+
+func (s *S3) String() string { return "s3://" + s.bucket + "/" + s.prefix }
+
+func (s *S3) List(ctx context.Context) ([]Object, error) {
+	var objs []Object
+	pages := s3.NewListObjectsV2Paginator(s.client, &s3.ListObjectsV2Input{
+		Bucket: aws.String(s.bucket),
+		Prefix: aws.String(s.prefix),
+	})
+	for pages.HasMorePages() {
+		page, err := pages.NextPage(ctx)
+		if err != nil {
+			return nil, s.wrap("list "+s.String(), err)
+		}
+		for _, o := range page.Contents {
+			key := strings.TrimPrefix(aws.ToString(o.Key), s.prefix)
+			if key == "" || strings.HasSuffix(key, "/") {
+				continue // the prefix itself or a directory marker
+			}
+			objs = append(objs, Object{
+				Key:     key,
+				Size:    aws.ToInt64(o.Size),
+				ETag:    aws.ToString(o.ETag),
+				ModTime: aws.ToTime(o.LastModified),
+			})
+		}
+	}
+	// ListObjectsV2 returns keys in UTF-8 binary order, which is Go's
+	// string order; sorting again costs little and guards odd backends.
+	sortObjects(objs)
+	return objs, nil
+}
+
+func (s *S3) Stat(ctx context.Context, key string) (Object, error) {
+	out, err := s.client.HeadObject(ctx, &s3.HeadObjectInput{
+		Bucket: aws.String(s.bucket),
+		Key:    aws.String(s.prefix + key),
+	})
+	if err != nil {
+		return Object{}, s.wrap("stat "+key, err)
+	}
+	return Object{
+		Key:     key,
+		Size:    aws.ToInt64(out.ContentLength),
+		ETag:    aws.ToString(out.ETag),
+		ModTime: aws.ToTime(out.LastModified),
+	}, nil
+}
+
+func (s *S3) ReadRange(ctx context.Context, obj Object, off int64, p []byte) (int, error) {
+	if off < 0 || off > obj.Size {
+		return 0, fmt.Errorf("read %s at %d: %w", obj.Key, off, ErrInvalidRange)
+	}
+	want := int64(len(p))
+	if rest := obj.Size - off; want > rest {
+		want = rest
+	}
+	if want == 0 {
+		if len(p) == 0 {
+			return 0, nil
+		}
+		return 0, io.EOF
+	}
+	ctx, cancel := context.WithCancelCause(ctx)
+	defer cancel(nil)
+	out, err := s.client.GetObject(ctx, &s3.GetObjectInput{
+		Bucket:  aws.String(s.bucket),
+		Key:     aws.String(s.prefix + obj.Key),
+		Range:   aws.String(fmt.Sprintf("bytes=%d-%d", off, off+want-1)),
+		IfMatch: aws.String(obj.ETag),
+	})
+	if err != nil {
+		return 0, s.wrap("read "+obj.Key, err)
+	}
+	defer out.Body.Close()
+	body := newStallReader(out.Body, s.stall, cancel)
+	defer body.stop()
+	n, err := io.ReadFull(body, p[:want])
+	if err != nil {
+		if cause := context.Cause(ctx); errors.Is(cause, errStalled) {
+			err = cause
+		}
+		return n, fmt.Errorf("read %s at %d: body after %d of %d bytes: %w", obj.Key, off, n, want, err)
+	}
+	if want < int64(len(p)) {
+		return n, io.EOF
+	}
+	return n, nil
+}
+
+// wrap maps SDK errors to the package sentinels, keeping the original.
+func (s *S3) wrap(op string, err error) error {
+	var sentinel error
+	var apiErr smithy.APIError
+	var respErr *awshttp.ResponseError
+	switch {
+	case errors.As(err, &apiErr) && apiErr.ErrorCode() == "NoSuchBucket":
+		sentinel = ErrNoBucket
+	case errors.As(err, &respErr) && respErr.HTTPStatusCode() == http.StatusPreconditionFailed:
+		sentinel = ErrChanged
+	case errors.As(err, &apiErr) && (apiErr.ErrorCode() == "NoSuchKey" || apiErr.ErrorCode() == "NotFound"):
+		sentinel = ErrNotFound
+	case errors.As(err, &apiErr) && deniedCodes[apiErr.ErrorCode()],
+		errors.As(err, &respErr) && respErr.HTTPStatusCode() == http.StatusForbidden:
+		sentinel = ErrDenied
+	case errors.Is(err, syscall.ECONNREFUSED), errors.Is(err, syscall.EHOSTUNREACH), isDNSError(err):
+		sentinel = ErrUnreachable
+	}
+	if sentinel == nil {
+		return fmt.Errorf("%s: %w", op, err)
+	}
+	return fmt.Errorf("%s: %w (%w)", op, sentinel, err)
+}
+
+var deniedCodes = map[string]bool{
+	"AccessDenied": true, "InvalidAccessKeyId": true, "SignatureDoesNotMatch": true,
+	"Forbidden": true, "ExpiredToken": true, "InvalidToken": true,
+}
+
+func isDNSError(err error) bool {
+	var dnsErr *net.DNSError
+	return errors.As(err, &dnsErr)
+}

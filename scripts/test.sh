@@ -1,0 +1,48 @@
+#!/usr/bin/env bash
+# Installs the test dependencies, then runs every check and every test:
+# gofmt, go vet, go build, the unit and end-to-end tests under the race
+# detector, and once more with GOMAXPROCS=1. Runs all steps, prints a summary,
+# and exits non-zero when any step failed.
+#   bash scripts/test.sh            (extra `go test` flags: GO_TEST_FLAGS="-run X -v")
+set -euo pipefail
+# shellcheck source=scripts/lib.sh
+source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
+cd "$SHARDFS_ROOT"
+
+bash scripts/install-deps.sh
+
+GO_TEST_FLAGS=${GO_TEST_FLAGS:-}
+failed=()
+
+run_step() {
+	local name=$1
+	shift
+	printf '\n== %s\n' "$name"
+	local start=$SECONDS
+	if "$@"; then
+		printf -- '-- %s: ok (%ds)\n' "$name" $((SECONDS - start))
+	else
+		printf -- '-- %s: FAILED (%ds)\n' "$name" $((SECONDS - start))
+		failed+=("$name")
+	fi
+}
+
+gofmt_clean() {
+	local files
+	files=$(find . \( -path ./.tools -o -path ./.work -o -path ./.git \) -prune -o -name '*.go' -print | xargs gofmt -l)
+	[ -z "$files" ] || { printf 'not gofmt-ed:\n%s\n' "$files"; return 1; }
+}
+
+# shellcheck disable=SC2086
+run_step "gofmt" gofmt_clean
+run_step "go vet" go vet ./...
+run_step "go build" go build ./...
+run_step "go test -race" env SHARDFS_TEST_RACE=1 go test -race -count=1 -timeout 40m $GO_TEST_FLAGS ./...
+run_step "go test GOMAXPROCS=1" env GOMAXPROCS=1 go test -count=1 -timeout 30m $GO_TEST_FLAGS ./...
+
+printf '\n'
+if [ ${#failed[@]} -gt 0 ]; then
+	printf 'FAILED: %s\n' "${failed[*]}"
+	exit 1
+fi
+echo "all checks passed"

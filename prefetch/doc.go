@@ -1,0 +1,21 @@
+// Package prefetch owns read-ahead: deciding, per open handle, whether reads
+// are sequential or random (policy.go, a pure state machine), and fetching
+// the byte ranges that decision asks for as parallel ranged GETs within one
+// global memory budget shared fairly by every handle (the Scheduler).
+//
+// A Stream serves one handle. Sequential reads get a window of parts in
+// flight ahead of the reader that starts at one block and doubles up to
+// Config.MaxPrefetch; random reads fetch only the blocks they touch. Parts
+// are single-flight per block: two streams on one object share each GET.
+// When the budget is full, reads wait (backpressure) and read-ahead that a
+// stream holds beyond its fair share is dropped to make room; nothing fails
+// for lack of memory. Near the end of an object the window spills into the
+// next objects of the listing order, and loader hints queue the starts of
+// the objects named, so a handle opened next finds its first part fetched
+// or in flight.
+//
+// Every fetched part goes to the Sink (the cache) as it arrives; once its
+// readers have consumed it the part is freed. This package never stores
+// bytes beyond that, never talks to a backend except through Fetcher, and
+// never knows about FUSE.
+package prefetch

@@ -1,0 +1,176 @@
+package cache
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"os"
+	"sync"
+	"sync/atomic"
+
+	"github.com/shardfs/shardfs/store"
+)
+
+// Cache holds blocks of object versions in a RAM tier and a persistent
+// ring. It is safe for concurrent use.
+type Cache struct {
+	cfg   Config
+	log   *slog.Logger
+	stats counters
+	ram   *memTier // nil when MemorySize is 0
+	ring  *ring    // nil when there is no usable cache dir
+	lock  *dirLock // held while ring is open
+	bufs  sync.Pool
+
+	ringOff      atomic.Bool // set when ring I/O failed; the ring is then bypassed
+	ringOffWarns sync.Once
+
+	life   sync.RWMutex // see the lock order in ring.go
+	closed bool
+}
+
+// Open builds a cache from cfg (defaults applied). It takes the cache dir's
+// lock and rebuilds the ring's index from its slot headers. A dir that
+// cannot be used (unwritable, full) logs one warning and leaves the ring
+// off; Open fails only for an invalid cfg or, with ErrLocked, when another
+// process owns the dir.
+func Open(ctx context.Context, cfg Config, log *slog.Logger) (*Cache, error) {
+	cfg = cfg.WithDefaults()
+	if err := cfg.Validate(); err != nil {
+		return nil, err
+	}
+	if log == nil {
+		log = slog.New(slog.DiscardHandler)
+	}
+	c := &Cache{cfg: cfg, log: log}
+	c.bufs.New = func() any {
+		b := alignedBuffer(int(cfg.BlockSize))
+		return &b
+	}
+	if cfg.MemorySize > 0 {
+		ram, err := newMemTier(cfg.MemorySize, cfg.BlockSize, &c.stats)
+		if err != nil {
+			return nil, err
+		}
+		c.ram = ram
+	}
+	if cfg.Dir == "" {
+		return c, nil
+	}
+	if err := c.openRing(ctx); err != nil {
+		if errors.Is(err, ErrLocked) || ctx.Err() != nil {
+			if c.ram != nil {
+				c.ram.close()
+			}
+			return nil, err
+		}
+		log.Warn("cache dir unusable; caching in memory only", "dir", cfg.Dir, "err", err)
+	}
+	return c, nil
+}
+
+func (c *Cache) openRing(ctx context.Context) error {
+	if err := os.MkdirAll(c.cfg.Dir, 0o755); err != nil {
+		return fmt.Errorf("create cache dir: %w", err)
+	}
+	lock, err := lockDir(c.cfg.Dir)
+	if err != nil {
+		return err
+	}
+	r, err := openRing(ctx, c.cfg.Dir, geometryFor(c.cfg.Size, c.cfg.BlockSize), &c.stats, c.log)
+	if err != nil {
+		lock.unlock()
+		return err
+	}
+	c.ring, c.lock = r, lock
+	return nil
+}
+
+// liveRing returns the ring, or nil when it is absent or switched off.
+func (c *Cache) liveRing() *ring {
+	if c.ring == nil || c.ringOff.Load() {
+		return nil
+	}
+	return c.ring
+}
+
+// disableRing switches the ring off after an I/O failure, warning once.
+func (c *Cache) disableRing(err error) {
+	c.ringOff.Store(true)
+	c.ringOffWarns.Do(func() {
+		c.log.Warn("cache ring failed; caching in memory only", "dir", c.cfg.Dir, "err", err)
+	})
+}
+
+// BlockSize is the size of every block but an object's last.
+func (c *Cache) BlockSize() int64 { return c.cfg.BlockSize }
+
+func (c *Cache) blockBuffer() *[]byte { return c.bufs.Get().(*[]byte) }
+
+// enter admits one operation; it fails once Close has begun.
+func (c *Cache) enter() bool {
+	c.life.RLock()
+	if c.closed {
+		c.life.RUnlock()
+		return false
+	}
+	return true
+}
+
+func (c *Cache) leave() { c.life.RUnlock() }
+
+// Has reports whether block index of obj is cached: in the ring when the
+// ring is on (what survives a restart), else in the RAM tier.
+func (c *Cache) Has(obj store.Object, index int64) bool {
+	if !c.enter() {
+		return false
+	}
+	defer c.leave()
+	k := blockKey{version: versionOfObject(c.cfg.Namespace, obj), index: index}
+	if r := c.liveRing(); r != nil {
+		return r.has(k)
+	}
+	if c.ram != nil {
+		_, ok := c.ram.get(k)
+		return ok
+	}
+	return false
+}
+
+// Stats returns a snapshot of the counters.
+func (c *Cache) Stats() Stats {
+	s := c.stats.snapshot()
+	if c.ram != nil && c.enter() {
+		s.RAMBytes = c.ram.bytes()
+		c.leave()
+	}
+	if c.ring != nil {
+		s.RingBytes, s.RingUsedSlots = c.ring.occupancy()
+		s.RingSlots = c.ring.geo.slots
+	}
+	s.RingEnabled = c.liveRing() != nil
+	return s
+}
+
+// Close waits for operations in flight, flushes the ring and releases the
+// cache dir. Leases still held become meaningless. Close is idempotent.
+func (c *Cache) Close() error {
+	c.life.Lock()
+	defer c.life.Unlock()
+	if c.closed {
+		return nil
+	}
+	c.closed = true
+	if c.ram != nil {
+		c.ram.close()
+	}
+	var errs []error
+	if c.ring != nil {
+		if err := c.ring.file.sync(); err != nil && !c.ringOff.Load() {
+			errs = append(errs, fmt.Errorf("flush cache ring: %w", err))
+		}
+		errs = append(errs, c.ring.file.close(), c.lock.unlock())
+	}
+	return errors.Join(errs...)
+}

@@ -1,0 +1,86 @@
+package cache
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"unsafe"
+
+	"golang.org/x/sys/unix"
+)
+
+// ringFile is the ring's file, opened so that its I/O does not fill the page
+// cache: O_DIRECT where the filesystem allows it, otherwise ordinary I/O
+// followed by fadvise(DONTNEED). With O_DIRECT every buffer, offset and
+// length is a multiple of alignment; callers use alignedBuffer and alignUp.
+type ringFile struct {
+	f      *os.File
+	path   string
+	direct bool
+}
+
+func openRingFile(path string, flag int) (*ringFile, error) {
+	f, err := os.OpenFile(path, flag|unix.O_DIRECT, 0o644)
+	if err == nil {
+		return &ringFile{f: f, path: path, direct: true}, nil
+	}
+	if !errors.Is(err, unix.EINVAL) {
+		return nil, err
+	}
+	// tmpfs before Linux 6.6 and some network filesystems refuse O_DIRECT.
+	f, err = os.OpenFile(path, flag, 0o644)
+	if err != nil {
+		return nil, err
+	}
+	return &ringFile{f: f, path: path}, nil
+}
+
+// readFull fills p from off.
+func (r *ringFile) readFull(p []byte, off int64) error {
+	n, err := r.f.ReadAt(p, off)
+	if n == len(p) {
+		err = nil
+	} else if err == nil || errors.Is(err, io.EOF) {
+		err = io.ErrUnexpectedEOF
+	}
+	if !r.direct {
+		_ = unix.Fadvise(int(r.f.Fd()), off, int64(len(p)), unix.FADV_DONTNEED)
+	}
+	if err != nil {
+		return fmt.Errorf("read %s at %d: %w", r.path, off, err)
+	}
+	return nil
+}
+
+// writeFull writes all of p at off.
+func (r *ringFile) writeFull(p []byte, off int64) error {
+	if _, err := r.f.WriteAt(p, off); err != nil {
+		return fmt.Errorf("write %s at %d: %w", r.path, off, err)
+	}
+	if !r.direct {
+		// Dirty pages cannot be dropped; write them back first.
+		fd := int(r.f.Fd())
+		_ = unix.SyncFileRange(fd, off, int64(len(p)), unix.SYNC_FILE_RANGE_WAIT_BEFORE|unix.SYNC_FILE_RANGE_WRITE|unix.SYNC_FILE_RANGE_WAIT_AFTER)
+		_ = unix.Fadvise(fd, off, int64(len(p)), unix.FADV_DONTNEED)
+	}
+	return nil
+}
+
+func (r *ringFile) sync() error { return r.f.Sync() }
+
+func (r *ringFile) close() error { return r.f.Close() }
+
+// alignUp rounds n up to a multiple of alignment.
+func alignUp(n int64) int64 { return (n + alignment - 1) / alignment * alignment }
+
+// alignedBuffer returns n zeroed bytes whose address is a multiple of
+// alignment, as O_DIRECT requires.
+func alignedBuffer(n int) []byte {
+	raw := make([]byte, n+int(alignment))
+	skip := int(alignment) - int(uintptr(unsafe.Pointer(&raw[0]))%uintptr(alignment))
+	if skip == int(alignment) {
+		skip = 0
+	}
+	return raw[skip : skip+n : skip+n]
+}

@@ -1,0 +1,22 @@
+// Package cache owns the local copies of shard bytes: fixed-size blocks of
+// one object version, keyed by (namespace, key, ETag, block index), kept in
+// a RAM tier (ristretto) and in a persistent ring of preallocated slots in
+// a cache directory on local NVMe.
+//
+// The ring is the durable tier. Every slot carries a header (object, ETag,
+// block index, length, CRC32C of the data, generation) from which the index
+// is rebuilt at Open, so the cache survives unmount, crash and reboot. Every
+// read from the ring checks the CRC; a block that fails is dropped and
+// reported as a miss so the caller refetches it. The RAM tier is a hint and
+// never the source of truth for what the ring holds. Ring I/O bypasses the
+// page cache (O_DIRECT, or fadvise where O_DIRECT is refused) so a block is
+// never held in RAM twice.
+//
+// One process owns a cache directory at a time (a lock file naming its pid).
+// An unusable directory disables the ring with one warning; the RAM tier and
+// the network keep serving.
+//
+// This package never fetches from a store, never decides what to prefetch
+// and never knows about FUSE; callers put what they fetched and ask for what
+// they need.
+package cache

@@ -1,0 +1,142 @@
+package cache
+
+import (
+	"fmt"
+	"sync"
+
+	"github.com/shardfs/shardfs/store"
+)
+
+// Extent is a run of shard bytes lying contiguously in a ring file.
+type Extent struct {
+	Path       string // the ring file
+	Offset     int64  // where the bytes start in Path
+	Length     int64
+	FileOffset int64 // where the bytes start in the shard
+}
+
+// Lease pins the ring slots holding a range of a shard, so the write head
+// does not overwrite them, until Release.
+type Lease struct {
+	ring    *ring
+	slots   []int64
+	extents []Extent
+	stats   *counters
+	once    sync.Once
+}
+
+// Lease pins the ring slots holding obj's bytes [off, off+n), clipped to
+// obj.Size, and describes where those bytes lie. Every block must be in the
+// ring, else ErrNotCached. A slot is CRC-checked the first time a lease or
+// read covers it after Open, so a lease never hands out bytes that failed
+// their check.
+func (c *Cache) Lease(obj store.Object, off, n int64) (*Lease, error) {
+	if off < 0 || n < 0 {
+		return nil, fmt.Errorf("lease %s [%d,+%d): %w", obj.Key, off, n, store.ErrInvalidRange)
+	}
+	if !c.enter() {
+		return nil, fmt.Errorf("lease %s: cache closed: %w", obj.Key, ErrNotCached)
+	}
+	defer c.leave()
+	r := c.liveRing()
+	if r == nil {
+		return nil, fmt.Errorf("lease %s: no cache ring: %w", obj.Key, ErrNotCached)
+	}
+	end := min(off+n, obj.Size)
+	refs, ok := c.pinRange(r, obj, off, end)
+	if !ok {
+		return nil, fmt.Errorf("lease %s [%d,%d): %w", obj.Key, off, end, ErrNotCached)
+	}
+	l := &Lease{ring: r, stats: &c.stats}
+	for _, ref := range refs {
+		l.slots = append(l.slots, ref.n)
+	}
+	if err := c.verifyPinned(r, refs); err != nil {
+		l.unpin()
+		return nil, fmt.Errorf("lease %s [%d,%d): %w", obj.Key, off, end, err)
+	}
+	l.extents = extentsOf(r, refs, c.cfg.BlockSize, off, end)
+	c.stats.leases.Add(1)
+	return l, nil
+}
+
+// pinRange pins the slots of every block overlapping [off, end), all or none.
+func (c *Cache) pinRange(r *ring, obj store.Object, off, end int64) ([]slotRef, bool) {
+	bs := c.cfg.BlockSize
+	ver := versionOfObject(c.cfg.Namespace, obj)
+	r.mu.RLock()
+	defer r.mu.RUnlock()
+	var refs []slotRef
+	for index := off / bs; index*bs < end; index++ {
+		n, ok := r.index[blockKey{version: ver, index: index}]
+		if !ok || r.slots[n].length != blockLength(obj, bs, index) {
+			for _, ref := range refs {
+				r.unpin(ref.n)
+			}
+			return nil, false
+		}
+		refs = append(refs, r.pinLocked(n))
+	}
+	return refs, true
+}
+
+// verifyPinned CRC-checks pinned slots not checked since Open.
+func (c *Cache) verifyPinned(r *ring, refs []slotRef) error {
+	var bufp *[]byte
+	for _, ref := range refs {
+		if ref.verified {
+			continue
+		}
+		if bufp == nil {
+			bufp = c.blockBuffer()
+			defer c.bufs.Put(bufp)
+		}
+		if err := r.readVerified(ref, *bufp); err != nil {
+			c.ringReadFailed(r, ref, err)
+			return ErrNotCached
+		}
+		r.markVerified(ref)
+	}
+	return nil
+}
+
+// extentsOf maps [off, end) onto the pinned slots, merging blocks whose
+// slots are adjacent in the file.
+func extentsOf(r *ring, refs []slotRef, bs, off, end int64) []Extent {
+	var out []Extent
+	for _, ref := range refs {
+		start := ref.key.index * bs
+		lo, hi := max(off, start), min(end, start+ref.length)
+		e := Extent{
+			Path:       r.file.path,
+			Offset:     r.geo.dataOffset(ref.n) + lo - start,
+			Length:     hi - lo,
+			FileOffset: lo,
+		}
+		if k := len(out) - 1; k >= 0 && out[k].Offset+out[k].Length == e.Offset &&
+			out[k].FileOffset+out[k].Length == e.FileOffset {
+			out[k].Length += e.Length
+			continue
+		}
+		out = append(out, e)
+	}
+	return out
+}
+
+// Extents returns where the leased bytes lie, in shard order.
+func (l *Lease) Extents() []Extent { return append([]Extent(nil), l.extents...) }
+
+// Release unpins the slots. It is idempotent and safe after the cache is
+// closed.
+func (l *Lease) Release() {
+	l.once.Do(func() {
+		l.unpin()
+		l.stats.leases.Add(-1)
+	})
+}
+
+func (l *Lease) unpin() {
+	for _, n := range l.slots {
+		l.ring.unpin(n)
+	}
+}

@@ -1,0 +1,96 @@
+package cache
+
+import (
+	"errors"
+
+	"github.com/shardfs/shardfs/store"
+)
+
+// ReadAt copies obj's bytes [off, off+len(p)), clipped to obj.Size, into p
+// when every block they touch is cached for obj's version and, for ring
+// blocks, passes its CRC check. Otherwise ok is false and p holds nothing
+// promised. A read at or past the end of the object serves 0 bytes.
+func (c *Cache) ReadAt(obj store.Object, p []byte, off int64) (n int, ok bool) {
+	if off < 0 {
+		return 0, false
+	}
+	end := min(off+int64(len(p)), obj.Size)
+	if off >= end {
+		return 0, true
+	}
+	if !c.enter() {
+		return 0, false
+	}
+	defer c.leave()
+	bs := c.cfg.BlockSize
+	ver := versionOfObject(c.cfg.Namespace, obj)
+	for index := off / bs; index*bs < end; index++ {
+		start := index * bs
+		lo, hi := max(off, start), min(end, start+bs)
+		k := blockKey{version: ver, index: index}
+		if !c.readBlock(k, blockLength(obj, bs, index), lo-start, p[lo-off:hi-off]) {
+			return 0, false
+		}
+	}
+	return int(end - off), true
+}
+
+// readBlock fills dst with block k's bytes from offset from, trying RAM
+// first, then the ring. want is the block's full length.
+func (c *Cache) readBlock(k blockKey, want, from int64, dst []byte) bool {
+	if c.ram != nil {
+		if b, ok := c.ram.get(k); ok && int64(len(b)) == want {
+			copy(dst, b[from:])
+			c.stats.ramHits.Add(1)
+			c.stats.ramBytesServed.Add(uint64(len(dst)))
+			return true
+		}
+		c.stats.ramMisses.Add(1)
+	}
+	r := c.liveRing()
+	if r == nil {
+		return false
+	}
+	ref, ok := r.pin(k)
+	if ok && ref.length != want {
+		r.unpin(ref.n)
+		ok = false
+	}
+	if !ok {
+		c.stats.ringMisses.Add(1)
+		return false
+	}
+	bufp := c.blockBuffer()
+	err := r.readVerified(ref, *bufp)
+	r.unpin(ref.n)
+	if err != nil {
+		c.bufs.Put(bufp)
+		c.ringReadFailed(r, ref, err)
+		return false
+	}
+	buf := (*bufp)[:want]
+	copy(dst, buf[from:])
+	c.stats.ringHits.Add(1)
+	c.stats.ringBytesServed.Add(uint64(len(dst)))
+	if c.ram != nil {
+		// Promote: the buffer now belongs to the RAM tier. Ring reads bypass
+		// the page cache, so this is the only copy held in memory.
+		c.ram.set(k, buf)
+	} else {
+		c.bufs.Put(bufp)
+	}
+	return true
+}
+
+// ringReadFailed drops a block that could not be read back intact, so the
+// caller refetches it.
+func (c *Cache) ringReadFailed(r *ring, ref slotRef, err error) {
+	r.drop(ref)
+	c.stats.ringMisses.Add(1)
+	if errors.Is(err, errChecksum) {
+		c.stats.checksumFailures.Add(1)
+		c.log.Warn("cache block failed its checksum; dropped", "slot", ref.n, "block", ref.key.index)
+		return
+	}
+	c.log.Warn("cache block unreadable; dropped", "slot", ref.n, "block", ref.key.index, "err", err)
+}

@@ -1,0 +1,247 @@
+package cache
+
+// Lock order (take the earlier before the later, never the reverse):
+//
+//	Cache.life  RWMutex: ReadAt, PutRange, Has and Lease share it; Close holds it
+//	            exclusively, so the ring file is never closed under a reader.
+//	ring.mu     RWMutex: the slot table, the index, the write head and the
+//	            occupancy figures. Held only to read or change those tables,
+//	            never across I/O.
+//
+// A slot's pin count is an atomic. It is raised only while ring.mu is held
+// (shared is enough) and the write head claims a slot only while holding
+// ring.mu exclusively and seeing zero pins, so a slot that a reader, a lease
+// or a writer holds is never claimed. Pins may be dropped without the lock.
+// Counters are atomics and need no lock.
+
+import (
+	"errors"
+	"sync"
+	"sync/atomic"
+)
+
+var errChecksum = errors.New("CRC32C mismatch")
+
+type slotState uint8
+
+const (
+	slotEmpty   slotState = iota
+	slotValid             // holds the block named by key; indexed
+	slotWriting           // claimed by a writer; not yet indexed
+)
+
+// slot is the in-memory view of one ring slot.
+type slot struct {
+	key      blockKey
+	length   int64
+	crc      uint32
+	gen      uint64
+	state    slotState
+	verified bool // CRC checked since the ring was opened
+	pins     atomic.Int32
+}
+
+// slotRef is what a reader learns about a pinned slot.
+type slotRef struct {
+	n        int64
+	key      blockKey
+	length   int64
+	crc      uint32
+	gen      uint64
+	verified bool
+}
+
+// ring is the slot table and index of one ring file. The write head moves
+// circularly and overwrites the oldest slot, skipping pinned ones.
+type ring struct {
+	file  *ringFile
+	geo   geometry
+	stats *counters
+
+	mu        sync.RWMutex
+	slots     []slot
+	index     map[blockKey]int64 // valid slots
+	writing   map[blockKey]int64 // slots being written, so a block is written once
+	head      int64
+	nextGen   uint64
+	usedBytes int64
+	usedSlots int64
+}
+
+func newRing(file *ringFile, geo geometry, stats *counters) *ring {
+	return &ring{
+		file:    file,
+		geo:     geo,
+		stats:   stats,
+		slots:   make([]slot, geo.slots),
+		index:   make(map[blockKey]int64),
+		writing: make(map[blockKey]int64),
+		nextGen: 1,
+	}
+}
+
+func (r *ring) has(k blockKey) bool {
+	r.mu.RLock()
+	defer r.mu.RUnlock()
+	_, ok := r.index[k]
+	return ok
+}
+
+// pin finds the slot holding k and pins it against overwrite.
+func (r *ring) pin(k blockKey) (slotRef, bool) {
+	r.mu.RLock()
+	defer r.mu.RUnlock()
+	n, ok := r.index[k]
+	if !ok {
+		return slotRef{}, false
+	}
+	return r.pinLocked(n), true
+}
+
+func (r *ring) pinLocked(n int64) slotRef {
+	s := &r.slots[n]
+	s.pins.Add(1)
+	return slotRef{n: n, key: s.key, length: s.length, crc: s.crc, gen: s.gen, verified: s.verified}
+}
+
+func (r *ring) unpin(n int64) { r.slots[n].pins.Add(-1) }
+
+// readVerified reads the slot's data into buf (at least BlockSize, aligned)
+// and checks its CRC. The slot must be pinned.
+func (r *ring) readVerified(ref slotRef, buf []byte) error {
+	if err := r.file.readFull(buf[:alignUp(ref.length)], r.geo.dataOffset(ref.n)); err != nil {
+		return err
+	}
+	if checksum(buf[:ref.length]) != ref.crc {
+		return errChecksum
+	}
+	return nil
+}
+
+// markVerified records that ref's data passed its CRC check.
+func (r *ring) markVerified(ref slotRef) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if s := &r.slots[ref.n]; s.gen == ref.gen && s.state == slotValid {
+		s.verified = true
+	}
+}
+
+// drop forgets the block ref names, unless the slot has moved on.
+func (r *ring) drop(ref slotRef) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if s := &r.slots[ref.n]; s.gen == ref.gen && s.state == slotValid {
+		r.forgetLocked(ref.n)
+	}
+}
+
+// forgetLocked turns a valid slot empty.
+func (r *ring) forgetLocked(n int64) {
+	s := &r.slots[n]
+	if r.index[s.key] == n {
+		delete(r.index, s.key)
+	}
+	r.usedBytes -= s.length
+	r.usedSlots--
+	s.state = slotEmpty
+	s.verified = false
+}
+
+// claim reserves one slot for each key, in write-head order, so blocks
+// put together land in consecutive slots. A key already cached or being
+// written gets -1, as do keys left over when every slot is pinned. Claimed
+// slots are pinned by the writer until commit or abort.
+func (r *ring) claim(keys []blockKey) []int64 {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	out := make([]int64, len(keys))
+	for i, k := range keys {
+		out[i] = -1
+		if _, ok := r.index[k]; ok {
+			continue
+		}
+		if _, ok := r.writing[k]; ok {
+			continue
+		}
+		n, ok := r.advanceLocked()
+		if !ok {
+			break
+		}
+		s := &r.slots[n]
+		if s.state == slotValid {
+			r.forgetLocked(n)
+			r.stats.evictions.Add(1)
+		}
+		s.state = slotWriting
+		s.key = k
+		s.gen = r.nextGen
+		r.nextGen++
+		s.pins.Add(1)
+		r.writing[k] = n
+		out[i] = n
+	}
+	return out
+}
+
+// advanceLocked moves the head to the next unpinned slot and returns it.
+func (r *ring) advanceLocked() (int64, bool) {
+	for range r.geo.slots {
+		n := r.head
+		r.head = (r.head + 1) % r.geo.slots
+		if r.slots[n].pins.Load() == 0 {
+			return n, true
+		}
+	}
+	return 0, false
+}
+
+// generation returns the generation claim gave slot n.
+func (r *ring) generation(n int64) uint64 {
+	r.mu.RLock()
+	defer r.mu.RUnlock()
+	return r.slots[n].gen
+}
+
+// commit indexes a written slot and drops the writer's pin.
+func (r *ring) commit(n, length int64, crc uint32) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	s := &r.slots[n]
+	delete(r.writing, s.key)
+	s.state = slotValid
+	s.length = length
+	s.crc = crc
+	s.verified = true
+	r.index[s.key] = n
+	r.usedBytes += length
+	r.usedSlots++
+	s.pins.Add(-1)
+}
+
+// abort gives back a claimed slot that was not written.
+func (r *ring) abort(n int64) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	s := &r.slots[n]
+	delete(r.writing, s.key)
+	s.state = slotEmpty
+	s.pins.Add(-1)
+}
+
+// write stores one block in claimed slot n: data first, then the header
+// whose CRC vouches for it. data is aligned and padded to alignment; length
+// is the block's real size. hdrBuf is an aligned scratch sector.
+func (r *ring) write(n int64, data []byte, hdr []byte) error {
+	if err := r.file.writeFull(data, r.geo.dataOffset(n)); err != nil {
+		return err
+	}
+	return r.file.writeFull(hdr, r.geo.headerOffset(n))
+}
+
+// occupancy returns the bytes and slots holding valid blocks.
+func (r *ring) occupancy() (bytes, slots int64) {
+	r.mu.RLock()
+	defer r.mu.RUnlock()
+	return r.usedBytes, r.usedSlots
+}

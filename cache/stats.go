@@ -1,0 +1,50 @@
+package cache
+
+import "sync/atomic"
+
+// Stats is a snapshot of the cache's counters. Hits and misses count blocks;
+// bytes count what was copied to callers.
+type Stats struct {
+	RAMHits          uint64
+	RAMMisses        uint64
+	RAMBytesServed   uint64
+	RAMEvictions     uint64
+	RAMBytes         int64 // bytes held by the RAM tier
+	RingHits         uint64
+	RingMisses       uint64
+	RingBytesServed  uint64
+	Puts             uint64 // whole blocks handed to PutRange
+	RingWrites       uint64 // blocks written into ring slots
+	Evictions        uint64 // valid ring blocks overwritten by the write head
+	ChecksumFailures uint64 // ring blocks dropped because their CRC32C did not match
+	RingBytes        int64  // bytes of valid blocks in the ring (occupancy)
+	RingSlots        int64  // slots in the ring
+	RingUsedSlots    int64  // slots holding a valid block
+	Leases           int64  // leases not yet released
+	RingEnabled      bool
+}
+
+// counters are the live values behind Stats.
+type counters struct {
+	ramHits, ramMisses, ramBytesServed, ramEvictions atomic.Uint64
+	ringHits, ringMisses, ringBytesServed            atomic.Uint64
+	puts, ringWrites, evictions, checksumFailures    atomic.Uint64
+	leases                                           atomic.Int64
+}
+
+func (k *counters) snapshot() Stats {
+	return Stats{
+		RAMHits:          k.ramHits.Load(),
+		RAMMisses:        k.ramMisses.Load(),
+		RAMBytesServed:   k.ramBytesServed.Load(),
+		RAMEvictions:     k.ramEvictions.Load(),
+		RingHits:         k.ringHits.Load(),
+		RingMisses:       k.ringMisses.Load(),
+		RingBytesServed:  k.ringBytesServed.Load(),
+		Puts:             k.puts.Load(),
+		RingWrites:       k.ringWrites.Load(),
+		Evictions:        k.evictions.Load(),
+		ChecksumFailures: k.checksumFailures.Load(),
+		Leases:           k.leases.Load(),
+	}
+}

@@ -1,0 +1,100 @@
+package cache
+
+import (
+	"github.com/shardfs/shardfs/store"
+)
+
+// pendingBlock is one block of a PutRange on its way to the tiers.
+type pendingBlock struct {
+	key   blockKey
+	index int64
+	data  []byte // aligned, padded to alignment; owned by the cache
+	size  int64  // the block's real length
+}
+
+// PutRange caches data, the bytes of obj from off. off must be a multiple of
+// the block size; data is split into blocks, and a trailing partial block is
+// kept only when it ends the object. data is copied. Blocks the ring already
+// holds are not rewritten.
+func (c *Cache) PutRange(obj store.Object, off int64, data []byte) {
+	bs := c.cfg.BlockSize
+	if off < 0 || off%bs != 0 || off >= obj.Size || len(data) == 0 {
+		return
+	}
+	data = data[:min(int64(len(data)), obj.Size-off)]
+	if !c.enter() {
+		return
+	}
+	defer c.leave()
+	ver := versionOfObject(c.cfg.Namespace, obj)
+	var blocks []pendingBlock
+	for start := int64(0); start < int64(len(data)); start += bs {
+		index := (off + start) / bs
+		chunk := data[start:min(start+bs, int64(len(data)))]
+		if int64(len(chunk)) != blockLength(obj, bs, index) {
+			break
+		}
+		buf := alignedBuffer(int(alignUp(int64(len(chunk)))))
+		copy(buf, chunk)
+		blocks = append(blocks, pendingBlock{
+			key:   blockKey{version: ver, index: index},
+			index: index,
+			data:  buf,
+			size:  int64(len(chunk)),
+		})
+	}
+	c.stats.puts.Add(uint64(len(blocks)))
+	if r := c.liveRing(); r != nil {
+		c.writeRing(r, obj, blocks)
+	}
+	if c.ram != nil {
+		for _, b := range blocks {
+			c.ram.set(b.key, b.data[:b.size])
+		}
+	}
+}
+
+// writeRing stores blocks in consecutive ring slots where it can.
+func (c *Cache) writeRing(r *ring, obj store.Object, blocks []pendingBlock) {
+	keys := make([]blockKey, len(blocks))
+	for i, b := range blocks {
+		keys[i] = b.key
+	}
+	slots := r.claim(keys)
+	hdr := alignedBuffer(headerSize)
+	failed := false
+	for i, b := range blocks {
+		n := slots[i]
+		if n < 0 {
+			continue
+		}
+		if failed {
+			r.abort(n)
+			continue
+		}
+		crc := checksum(b.data[:b.size])
+		h := slotHeader{
+			Generation: r.generation(n),
+			Index:      b.index,
+			Length:     b.size,
+			DataCRC:    crc,
+			Object:     objectIDOf(c.cfg.Namespace, obj.Key),
+			Namespace:  c.cfg.Namespace,
+			Key:        obj.Key,
+			ETag:       obj.ETag,
+		}
+		if err := h.encode(hdr); err != nil {
+			// A name too long for a header stays in RAM only.
+			r.abort(n)
+			continue
+		}
+		if err := r.write(n, b.data, hdr); err != nil {
+			r.abort(n)
+			c.disableRing(err)
+			failed = true
+			continue
+		}
+		r.commit(n, b.size, crc)
+		c.stats.ringWrites.Add(1)
+	}
+}

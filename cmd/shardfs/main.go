@@ -1,0 +1,62 @@
+// Command shardfs mounts object-store shards (S3, MinIO, Ceph RGW, or a
+// local directory) as a read-only directory and keeps training loaders fed.
+//
+// This package owns the command line: flags (before or after positional
+// arguments, each with a SHARDFS_* environment variable), the daemon
+// lifecycle, and the wiring of store, cache, prefetch, gds and fs. It holds
+// no read-path logic of its own.
+package main
+
+import (
+	"fmt"
+	"os"
+	"strings"
+
+	"github.com/urfave/cli/v2"
+)
+
+func main() {
+	app := newApp()
+	if err := app.Run(hoistFlags(app, os.Args)); err != nil {
+		// One line, naming the problem: scripts and people read the same.
+		msg := strings.ReplaceAll(err.Error(), "\n", " ")
+		fmt.Fprintln(os.Stderr, "shardfs: "+msg)
+		code := 1
+		if ec, ok := err.(cli.ExitCoder); ok && ec.ExitCode() != 0 {
+			code = ec.ExitCode()
+		}
+		os.Exit(code)
+	}
+}
+
+func newApp() *cli.App {
+	return &cli.App{
+		Name:  "shardfs",
+		Usage: "mount object-store shards as a fast read-only directory for training loaders",
+		Description: "SOURCE is s3://bucket[/prefix] (AWS S3, MinIO, Ceph RGW, anything that speaks S3) or a local/NFS directory.\n" +
+			"Flags may come before or after the positional arguments; every flag can also be set with the\n" +
+			"SHARDFS_* environment variable shown in its help. AWS credentials come from the standard chain.",
+		Commands: []*cli.Command{
+			mountCommand(),
+			unmountCommand(),
+			lsCommand(),
+			versionCommand(),
+		},
+		HideHelpCommand: true,
+		OnUsageError:    usageError,
+		ExitErrHandler:  func(*cli.Context, error) {}, // main prints the one line
+	}
+}
+
+// usageError keeps usage mistakes to one line instead of a help page.
+func usageError(c *cli.Context, err error, isSubcommand bool) error {
+	return cli.Exit(fmt.Sprintf("%v (see 'shardfs %s --help')", err, c.Command.Name), 2)
+}
+
+// positional checks the count of positional arguments.
+func positional(c *cli.Context, names ...string) ([]string, error) {
+	if c.NArg() != len(names) {
+		return nil, cli.Exit(fmt.Sprintf("usage: shardfs %s %s (got %d argument(s); see --help)", c.Command.Name, strings.Join(names, " "), c.NArg()), 2)
+	}
+	return c.Args().Slice(), nil
+}

@@ -1,0 +1,129 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"os"
+	"os/signal"
+	"path/filepath"
+	"syscall"
+	"time"
+
+	"github.com/hanwen/go-fuse/v2/fuse"
+	"github.com/urfave/cli/v2"
+
+	shardfs "github.com/shardfs/shardfs/fs"
+)
+
+func mountCommand() *cli.Command {
+	flags := []cli.Flag{
+		&cli.BoolFlag{Name: "foreground", Aliases: []string{"f"}, Usage: "stay attached; Ctrl-C or SIGTERM unmounts", EnvVars: env("foreground")},
+		&cli.StringFlag{Name: "log-file", Usage: "daemon log (default: ~/.cache/shardfs/logs/MOUNTPOINT.log); foreground logs to stderr", EnvVars: env("log-file")},
+		&cli.StringFlag{Name: "log-level", Value: "info", Usage: "debug, info, warn or error", EnvVars: env("log-level")},
+		&cli.BoolFlag{Name: "allow-other", Usage: "let other users read the mount (needs user_allow_other in /etc/fuse.conf)", EnvVars: env("allow-other")},
+		&cli.IntFlag{Name: "uid", Value: os.Getuid(), Usage: "owner of every file", EnvVars: env("uid")},
+		&cli.IntFlag{Name: "gid", Value: os.Getgid(), Usage: "group of every file", EnvVars: env("gid")},
+		&cli.IntFlag{Name: "read-ahead-kb", Value: shardfs.DefaultKernelOptions().ReadAheadKB, Usage: "kernel read-ahead of the mount in KiB (0: kernel default)", EnvVars: env("read-ahead-kb"), Category: "Kernel"},
+		&cli.IntFlag{Name: "max-background", Value: shardfs.DefaultKernelOptions().MaxBackground, Usage: "FUSE requests the kernel keeps in flight", EnvVars: env("max-background"), Category: "Kernel"},
+		&cli.BoolFlag{Name: "debug-fuse", Usage: "log every FUSE request", EnvVars: env("debug-fuse")},
+	}
+	flags = append(flags, s3Flags()...)
+	flags = append(flags, cacheFlags()...)
+	flags = append(flags, prefetchFlags()...)
+	return &cli.Command{
+		Name:      "mount",
+		Usage:     "mount SOURCE read-only at MOUNTPOINT",
+		ArgsUsage: "SOURCE MOUNTPOINT",
+		Description: "Lists SOURCE once, mounts it and returns when the mount is ready (the daemon keeps running).\n" +
+			"On any failure it exits non-zero with one line naming the cause and leaves nothing mounted.",
+		Flags:        flags,
+		OnUsageError: usageError,
+		Action: func(c *cli.Context) error {
+			args, err := positional(c, "SOURCE", "MOUNTPOINT")
+			if err != nil {
+				return err
+			}
+			if !c.Bool("foreground") {
+				logPath := c.String("log-file")
+				if logPath == "" {
+					abs, _ := filepath.Abs(args[1])
+					logPath = defaultLogPath(abs)
+				}
+				return daemonize(os.Args[1:], logPath)
+			}
+			ready := newReadyReporter()
+			err = runMount(c, args[0], args[1], ready)
+			if err != nil {
+				ready.failed(err)
+			}
+			return err
+		},
+	}
+}
+
+// runMount mounts and serves until a signal or an external unmount.
+func runMount(c *cli.Context, source, dir string, ready *readyReporter) error {
+	logOut := c.App.ErrWriter
+	if p := c.String("log-file"); p != "" && ready == nil {
+		f, err := os.OpenFile(p, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
+		if err != nil {
+			return fmt.Errorf("log file: %w", err)
+		}
+		defer f.Close()
+		logOut = f
+	}
+	log := newLogger(logOut, c.String("log-level"))
+
+	ctx, stop := signal.NotifyContext(c.Context, syscall.SIGINT, syscall.SIGTERM)
+	defer stop()
+
+	mountpoint, err := checkMountpoint(dir)
+	if err != nil {
+		return err
+	}
+	m, err := newMountWiring(ctx, c, source, mountpoint, log)
+	if err != nil {
+		return err
+	}
+	defer m.Close()
+
+	server, err := shardfs.Mount(mountpoint, m.root, m.kernel)
+	if err != nil {
+		return fmt.Errorf("mounting %s: %w", mountpoint, err)
+	}
+	log.Info("mounted", "source", m.backend.src.String(), "mountpoint", mountpoint, "objects", len(m.backend.objects))
+	ready.ready()
+
+	done := make(chan struct{})
+	go func() {
+		server.Wait()
+		close(done)
+	}()
+	select {
+	case <-done:
+		log.Info("unmounted", "mountpoint", mountpoint)
+		return nil
+	case <-ctx.Done():
+	}
+	log.Info("signal received, unmounting", "mountpoint", mountpoint)
+	unmountServer(server, mountpoint, log)
+	<-done
+	return nil
+}
+
+// unmountServer asks the kernel to let go; a busy mount (a reader still
+// holds a file) is detached lazily so the daemon can still exit cleanly.
+func unmountServer(server *fuse.Server, dir string, log *slog.Logger) {
+	for attempt := 0; attempt < 3; attempt++ {
+		if err := server.Unmount(); err == nil {
+			return
+		} else {
+			log.Warn("unmount failed, retrying", "mountpoint", dir, "err", err)
+		}
+		time.Sleep(200 * time.Millisecond)
+	}
+	if err := lazyUnmount(context.Background(), dir); err != nil {
+		log.Error("lazy unmount failed", "mountpoint", dir, "err", err)
+	}
+}

@@ -1,0 +1,101 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"time"
+
+	"github.com/urfave/cli/v2"
+
+	"github.com/shardfs/shardfs/store"
+)
+
+// backend is an opened source: the raw store for counting, and the store
+// the read path uses (retries around counting around the backend).
+type backend struct {
+	src     store.Source
+	meter   *store.Metered
+	retry   *store.Retry
+	objects []store.Object
+}
+
+// openSource parses SOURCE, builds its store and lists it. Failures come
+// back as one line that names the problem.
+func openSource(ctx context.Context, c *cli.Context, arg string, log *slog.Logger) (*backend, error) {
+	src, err := store.ParseSource(arg)
+	if err != nil {
+		return nil, err
+	}
+	var raw store.Store
+	if src.IsS3() {
+		endpoint := c.String("endpoint-url")
+		pathStyle := c.Bool("force-path-style")
+		if endpoint != "" && !c.IsSet("force-path-style") {
+			pathStyle = true
+		}
+		raw, err = store.NewS3(ctx, src, store.S3Options{
+			Endpoint: endpoint, Region: c.String("region"), Profile: c.String("profile"),
+			ForcePathStyle: pathStyle, StallTimeout: c.Duration("stall-timeout"),
+			MaxConns: c.Int("max-concurrency") * 2,
+		})
+	} else {
+		raw, err = store.NewLocal(src.Dir)
+	}
+	if err != nil {
+		return nil, describeSourceError(c, src, err)
+	}
+	b := &backend{src: src, meter: store.WithMetering(raw)}
+	policy := store.DefaultRetryPolicy()
+	policy.Budget = c.Duration("retry-timeout")
+	b.retry = store.WithRetry(b.meter, policy, log)
+
+	// The listing at start retries briefly: a wrong endpoint or bucket
+	// should fail in seconds, not after the read path's whole budget.
+	startup := store.WithRetry(b.meter, store.RetryPolicy{Attempts: 3, BaseDelay: 200 * time.Millisecond, MaxDelay: time.Second}, log)
+	b.objects, err = startup.List(ctx)
+	if err != nil {
+		return nil, describeSourceError(c, src, err)
+	}
+	return b, nil
+}
+
+// describeSourceError turns a backend failure into the line a user reads.
+func describeSourceError(c *cli.Context, src store.Source, err error) error {
+	endpoint := c.String("endpoint-url")
+	if endpoint == "" {
+		endpoint = "AWS S3"
+	}
+	switch {
+	case errors.Is(err, store.ErrNoBucket):
+		return fmt.Errorf("no such bucket %q at %s", src.Bucket, endpoint)
+	case errors.Is(err, store.ErrDenied):
+		return fmt.Errorf("access denied to %s at %s: check the credentials (AWS_ACCESS_KEY_ID/AWS_SECRET_ACCESS_KEY, --profile)", src, endpoint)
+	case errors.Is(err, store.ErrUnreachable):
+		return fmt.Errorf("cannot connect to endpoint %s: %s", endpoint, rootCause(err))
+	case errors.Is(err, store.ErrNotFound) && !src.IsS3():
+		return fmt.Errorf("source directory %s does not exist", src.Dir)
+	}
+	return fmt.Errorf("listing %s: %w", src, err)
+}
+
+// rootCause digs out the network error's own words ("connection refused").
+func rootCause(err error) string {
+	var op *net.OpError
+	if errors.As(err, &op) && op.Err != nil && op.Addr != nil {
+		return op.Op + " " + op.Addr.String() + ": " + rootErr(op.Err).Error()
+	}
+	return rootErr(err).Error()
+}
+
+func rootErr(err error) error {
+	for {
+		next := errors.Unwrap(err)
+		if next == nil {
+			return err
+		}
+		err = next
+	}
+}

@@ -1,0 +1,79 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"syscall"
+
+	"github.com/urfave/cli/v2"
+)
+
+func unmountCommand() *cli.Command {
+	return &cli.Command{
+		Name:         "unmount",
+		Aliases:      []string{"umount"},
+		Usage:        "unmount a shardfs mount; its daemon exits",
+		ArgsUsage:    "MOUNTPOINT",
+		OnUsageError: usageError,
+		Flags: []cli.Flag{
+			&cli.BoolFlag{Name: "lazy", Aliases: []string{"z"}, Usage: "detach now even if files are open", EnvVars: env("lazy")},
+		},
+		Action: func(c *cli.Context) error {
+			args, err := positional(c, "MOUNTPOINT")
+			if err != nil {
+				return err
+			}
+			dir, err := filepath.Abs(args[0])
+			if err != nil {
+				return err
+			}
+			mounted, err := isMounted(dir)
+			if err != nil {
+				return err
+			}
+			if !mounted {
+				return fmt.Errorf("%s is not mounted", dir)
+			}
+			if c.Bool("lazy") {
+				return lazyUnmount(c.Context, dir)
+			}
+			return fusermount(c.Context, "-u", dir)
+		},
+	}
+}
+
+func lazyUnmount(ctx context.Context, dir string) error {
+	if err := fusermount(ctx, "-u", "-z", dir); err == nil {
+		return nil
+	}
+	if err := syscall.Unmount(dir, syscall.MNT_DETACH); err != nil {
+		return fmt.Errorf("unmount %s: %w", dir, err)
+	}
+	return nil
+}
+
+// fusermount runs fusermount3 (or fusermount), returning its own words on
+// failure ("Device or resource busy").
+func fusermount(ctx context.Context, args ...string) error {
+	bin, err := exec.LookPath("fusermount3")
+	if err != nil {
+		if bin, err = exec.LookPath("fusermount"); err != nil {
+			return fmt.Errorf("fusermount3 not found: install fuse3")
+		}
+	}
+	var stderr bytes.Buffer
+	cmd := exec.CommandContext(ctx, bin, args...)
+	cmd.Stderr = &stderr
+	if err := cmd.Run(); err != nil {
+		msg := strings.TrimSpace(stderr.String())
+		if msg == "" {
+			msg = err.Error()
+		}
+		return fmt.Errorf("unmount %s: %s", args[len(args)-1], msg)
+	}
+	return nil
+}

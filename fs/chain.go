@@ -1,0 +1,146 @@
+package fs
+
+import (
+	"context"
+	"errors"
+	"io"
+
+	"github.com/shardfs/shardfs/store"
+)
+
+// errDecline is how a reader says "not mine": the chain asks the next one.
+var errDecline = errors.New("reader declines")
+
+// BlockCache is the cache as the read path sees it. cache.Cache satisfies it.
+type BlockCache interface {
+	// ReadAt serves [off, off+len(p)) only when every block of it is cached
+	// and verified; ok=false promises nothing about p.
+	ReadAt(obj store.Object, p []byte, off int64) (n int, ok bool)
+	// PutRange stores fetched bytes; off is block-aligned.
+	PutRange(obj store.Object, off int64, data []byte)
+}
+
+// Stream is one handle's read-ahead stream. prefetch.Stream satisfies it.
+type Stream interface {
+	ReadAt(ctx context.Context, p []byte, off int64) (int, error)
+	Close()
+}
+
+// Prefetcher opens read-ahead streams and takes explicit schedules.
+type Prefetcher interface {
+	OpenStream(obj store.Object) Stream
+	Hint(objs ...store.Object)
+}
+
+// reader is one link of the chain. It fills p from off (io.ReaderAt
+// semantics: short only at the end of the object, with io.EOF) or returns
+// errDecline.
+type reader interface {
+	readAt(ctx context.Context, h *readState, p []byte, off int64) (int, error)
+}
+
+// readState is what the chain keeps per open file.
+type readState struct {
+	obj    store.Object
+	stream Stream // opened on the first read that reaches the prefetch link
+}
+
+func (s *readState) close() {
+	if s.stream != nil {
+		s.stream.Close()
+		s.stream = nil
+	}
+}
+
+// chain asks each reader in order.
+type chain []reader
+
+func (c chain) readAt(ctx context.Context, h *readState, p []byte, off int64) (int, error) {
+	if off >= h.obj.Size || len(p) == 0 {
+		return 0, io.EOF
+	}
+	for _, r := range c {
+		n, err := r.readAt(ctx, h, p, off)
+		if errors.Is(err, errDecline) {
+			continue
+		}
+		return n, err
+	}
+	return 0, errDecline
+}
+
+// newChain assembles the readers that are configured, fastest first.
+func newChain(st store.Store, cache BlockCache, pf Prefetcher, blockSize int64) chain {
+	var c chain
+	if cache != nil {
+		c = append(c, cacheReader{cache})
+	}
+	if pf != nil {
+		c = append(c, streamReader{pf})
+	} else {
+		c = append(c, directReader{st: st, cache: cache, blockSize: blockSize})
+	}
+	return c
+}
+
+// clip shortens p so that it ends at the end of the object.
+func clip(obj store.Object, p []byte, off int64) ([]byte, bool) {
+	if rest := obj.Size - off; int64(len(p)) > rest {
+		return p[:rest], true
+	}
+	return p, false
+}
+
+// cacheReader serves reads whose blocks are all cached.
+type cacheReader struct{ cache BlockCache }
+
+func (r cacheReader) readAt(ctx context.Context, h *readState, p []byte, off int64) (int, error) {
+	q, short := clip(h.obj, p, off)
+	n, ok := r.cache.ReadAt(h.obj, q, off)
+	if !ok {
+		return 0, errDecline
+	}
+	if short {
+		return n, io.EOF
+	}
+	return n, nil
+}
+
+// streamReader reads through the handle's prefetch stream.
+type streamReader struct{ pf Prefetcher }
+
+func (r streamReader) readAt(ctx context.Context, h *readState, p []byte, off int64) (int, error) {
+	if h.stream == nil {
+		h.stream = r.pf.OpenStream(h.obj)
+	}
+	return h.stream.ReadAt(ctx, p, off)
+}
+
+// directReader is the plain path: whole blocks by ranged GET (stored in the
+// cache when there is one), or exactly the bytes asked for when there is no
+// cache to keep the rest.
+type directReader struct {
+	st        store.Store
+	cache     BlockCache
+	blockSize int64
+}
+
+func (r directReader) readAt(ctx context.Context, h *readState, p []byte, off int64) (int, error) {
+	if r.cache == nil || r.blockSize <= 0 {
+		return r.st.ReadRange(ctx, h.obj, off, p)
+	}
+	start := off / r.blockSize * r.blockSize
+	end := min((off+int64(len(p))+r.blockSize-1)/r.blockSize*r.blockSize, h.obj.Size)
+	buf := make([]byte, end-start)
+	n, err := r.st.ReadRange(ctx, h.obj, start, buf)
+	if err != nil && !errors.Is(err, io.EOF) {
+		return 0, err
+	}
+	r.cache.PutRange(h.obj, start, buf[:n])
+	q, short := clip(h.obj, p, off)
+	copied := copy(q, buf[off-start:n])
+	if short {
+		return copied, io.EOF
+	}
+	return copied, nil
+}

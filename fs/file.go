@@ -1,0 +1,104 @@
+package fs
+
+import (
+	"context"
+	"errors"
+	"io"
+	"sync"
+	"syscall"
+
+	gofs "github.com/hanwen/go-fuse/v2/fs"
+	"github.com/hanwen/go-fuse/v2/fuse"
+
+	"github.com/shardfs/shardfs/store"
+)
+
+// fileNode is one shard.
+type fileNode struct {
+	gofs.Inode
+	readOnly
+	m   *mountState
+	obj store.Object
+}
+
+var (
+	_ = (gofs.NodeGetattrer)((*fileNode)(nil))
+	_ = (gofs.NodeOpener)((*fileNode)(nil))
+)
+
+func (f *fileNode) Getattr(ctx context.Context, fh gofs.FileHandle, out *fuse.AttrOut) syscall.Errno {
+	out.Mode = syscall.S_IFREG | 0o444
+	out.Nlink = 1
+	out.Size = uint64(f.obj.Size)
+	out.Blocks = (out.Size + 511) / 512
+	out.Blksize = 1 << 20 // tools size their reads from st_blksize
+	f.m.fillOwner(&out.Attr)
+	mt := f.obj.ModTime
+	out.SetTimes(&mt, &mt, &mt)
+	out.SetTimeout(f.m.opts.AttrTimeout)
+	return 0
+}
+
+// Open keeps the kernel page cache across opens: the ETag pins the
+// content, so cached pages cannot be stale while the listing stands.
+func (f *fileNode) Open(ctx context.Context, flags uint32) (gofs.FileHandle, uint32, syscall.Errno) {
+	if writeFlags(flags) {
+		return nil, 0, syscall.EROFS
+	}
+	h := &fileHandle{m: f.m, id: f.m.handles.Add(1), state: readState{obj: f.obj}}
+	return h, fuse.FOPEN_KEEP_CACHE, 0
+}
+
+// fileHandle is one open of a shard. The kernel may issue reads of one
+// handle concurrently (async read-ahead); mu orders them so the stream
+// sees a coherent sequence.
+type fileHandle struct {
+	m  *mountState
+	id uint64
+
+	mu    sync.Mutex
+	state readState
+}
+
+var (
+	_ = (gofs.FileReader)((*fileHandle)(nil))
+	_ = (gofs.FileReleaser)((*fileHandle)(nil))
+	_ = (gofs.FileIoctler)((*fileHandle)(nil))
+)
+
+func (h *fileHandle) Read(ctx context.Context, dest []byte, off int64) (fuse.ReadResult, syscall.Errno) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	n, err := h.m.chain.readAt(ctx, &h.state, dest, off)
+	if err != nil && !errors.Is(err, io.EOF) {
+		h.m.opts.Log.Error("read failed", "key", h.state.obj.Key, "offset", off, "size", len(dest), "err", err)
+		return nil, errnoFor(err)
+	}
+	return fuse.ReadResultData(dest[:n]), 0
+}
+
+func (h *fileHandle) Release(ctx context.Context) syscall.Errno {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	h.state.close()
+	if h.m.opts.Side != nil {
+		h.m.opts.Side.Release(h.id)
+	}
+	return 0
+}
+
+func (h *fileHandle) Ioctl(ctx context.Context, cmd uint32, arg uint64, in, out []byte) (int32, syscall.Errno) {
+	obj := h.state.obj
+	return h.m.ioctl(ctx, h.id, &obj, cmd, in, out)
+}
+
+func (m *mountState) ioctl(ctx context.Context, handle uint64, obj *store.Object, cmd uint32, in, out []byte) (int32, syscall.Errno) {
+	if m.opts.Side == nil {
+		return 0, syscall.ENOTTY
+	}
+	caller, ok := fuse.FromContext(ctx)
+	if !ok {
+		return 0, syscall.EPERM
+	}
+	return m.opts.Side.Ioctl(ctx, handle, caller.Uid, caller.Pid, obj, cmd, in, out)
+}

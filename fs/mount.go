@@ -1,0 +1,87 @@
+package fs
+
+import (
+	"fmt"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"strconv"
+	"syscall"
+	"time"
+
+	gofs "github.com/hanwen/go-fuse/v2/fs"
+	"github.com/hanwen/go-fuse/v2/fuse"
+)
+
+// KernelOptions are the knobs of the kernel side of the mount. Each was
+// measured (docs/BENCHMARKS.md); the defaults are what won.
+type KernelOptions struct {
+	FSName        string // shown in /proc/mounts, e.g. the source
+	MaxRequest    int    // largest READ the kernel sends (1 MiB: max_pages 256)
+	MaxReadAhead  int    // FUSE init max_readahead
+	MaxBackground int    // async requests the kernel keeps in flight
+	ReadAheadKB   int    // the mount's bdi read_ahead_kb; 0 leaves the kernel default
+	AllowOther    bool
+	Debug         bool
+}
+
+// DefaultKernelOptions are tuned for streaming large shards.
+func DefaultKernelOptions() KernelOptions {
+	return KernelOptions{MaxRequest: 1 << 20, MaxReadAhead: 1 << 20, MaxBackground: 64, ReadAheadKB: 16 << 10}
+}
+
+// Mount mounts root at dir and returns once the kernel has the mount. The
+// caller owns the server: Wait for it, Unmount to stop it.
+func Mount(dir string, root *Root, k KernelOptions) (*fuse.Server, error) {
+	timeout := root.m.opts.AttrTimeout
+	negative := time.Minute
+	opts := &gofs.Options{
+		EntryTimeout:    &timeout,
+		AttrTimeout:     &timeout,
+		NegativeTimeout: &negative,
+		UID:             root.m.opts.UID,
+		GID:             root.m.opts.GID,
+		MountOptions: fuse.MountOptions{
+			FsName:        k.FSName,
+			Name:          "shardfs",
+			MaxWrite:      k.MaxRequest,
+			MaxReadAhead:  k.MaxReadAhead,
+			MaxBackground: k.MaxBackground,
+			AllowOther:    k.AllowOther,
+			Debug:         k.Debug,
+			DisableXAttrs: true,
+			// Reads are served from memory; splicing 1 MiB plus a header
+			// overflows the default pipe and only falls back to a copy.
+			DisableSplice: true,
+			Logger:        slog.NewLogLogger(root.m.opts.Log.Handler(), slog.LevelDebug),
+			// The mount is read-only by contract, but "ro" would make the
+			// kernel refuse writes to /.shardfs/hints too; every node
+			// answers EROFS itself instead.
+		},
+	}
+	server, err := gofs.Mount(dir, root, opts)
+	if err != nil {
+		return nil, err
+	}
+	if k.ReadAheadKB > 0 {
+		if err := setReadAhead(dir, k.ReadAheadKB); err != nil {
+			root.m.opts.Log.Info("kernel read-ahead left at its default", "err", err)
+		}
+	}
+	return server, nil
+}
+
+// setReadAhead raises the read-ahead of the mount's backing device info,
+// which bounds how far the kernel reads ahead of a sequential reader.
+func setReadAhead(dir string, kb int) error {
+	var st syscall.Stat_t
+	if err := syscall.Stat(dir, &st); err != nil {
+		return err
+	}
+	major, minor := (st.Dev>>8)&0xfff, (st.Dev&0xff)|((st.Dev>>12)&0xfff00)
+	path := filepath.Join("/sys/class/bdi", fmt.Sprintf("%d:%d", major, minor), "read_ahead_kb")
+	if err := os.WriteFile(path, []byte(strconv.Itoa(kb)), 0); err != nil {
+		return fmt.Errorf("set %s: %w", path, err)
+	}
+	return nil
+}

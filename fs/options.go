@@ -1,0 +1,42 @@
+package fs
+
+import (
+	"context"
+	"log/slog"
+	"syscall"
+	"time"
+
+	"github.com/shardfs/shardfs/store"
+)
+
+// SideChannel serves the GPU side interface (gds.Server satisfies it).
+type SideChannel interface {
+	// Capabilities is the content of /.shardfs/ctl.
+	Capabilities(ctx context.Context) ([]byte, error)
+	// Ioctl handles one ioctl on an open file; handle is unique per open,
+	// obj is nil for the ctl file.
+	Ioctl(ctx context.Context, handle uint64, uid, pid uint32, obj *store.Object, cmd uint32, in, out []byte) (int32, syscall.Errno)
+	// Release drops what was registered on handle.
+	Release(handle uint64)
+}
+
+// Options describe one mount's contents and read path.
+type Options struct {
+	Store   store.Store    // source of bytes (already wrapped for retries)
+	Objects []store.Object // the listing the tree is built from
+
+	Cache      BlockCache  // nil: no cache tier
+	Prefetcher Prefetcher  // nil: plain ranged GETs
+	Side       SideChannel // nil: ctl serves capabilities "{}" and no ioctls
+	BlockSize  int64       // alignment of plain reads when Cache is set
+
+	// Stats renders /.shardfs/stats; nil serves "{}".
+	Stats func() ([]byte, error)
+
+	// MountPoint lets hints name files by absolute path.
+	MountPoint string
+
+	UID, GID    uint32
+	AttrTimeout time.Duration // entry and attribute timeout (default 1h)
+	Log         *slog.Logger
+}

@@ -1,0 +1,219 @@
+package fs
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"strings"
+	"sync"
+	"syscall"
+
+	gofs "github.com/hanwen/go-fuse/v2/fs"
+	"github.com/hanwen/go-fuse/v2/fuse"
+
+	"github.com/shardfs/shardfs/store"
+)
+
+// Side files live in /.shardfs. ctl and stats render their content at
+// open, so a reader sees one consistent snapshot; hints takes writes.
+const (
+	sideCtl   = "ctl"
+	sideStats = "stats"
+	sideHints = "hints"
+)
+
+func (r *Root) addSideDir(ctx context.Context) {
+	dir := r.NewPersistentInode(ctx, &dirNode{m: r.m, path: SideDir},
+		gofs.StableAttr{Mode: syscall.S_IFDIR, Ino: 2})
+	r.AddChild(SideDir, dir, false)
+	m := r.m
+	files := []struct {
+		name string
+		ino  uint64
+		node gofs.InodeEmbedder
+	}{
+		{sideCtl, 3, &snapshotFile{m: m, render: m.capabilities, ioctls: true}},
+		{sideStats, 4, &snapshotFile{m: m, render: m.stats}},
+		{sideHints, 5, &hintsFile{m: m}},
+	}
+	for _, f := range files {
+		child := dir.NewPersistentInode(ctx, f.node, gofs.StableAttr{Mode: syscall.S_IFREG, Ino: f.ino})
+		dir.AddChild(f.name, child, false)
+	}
+}
+
+func (m *mountState) capabilities(ctx context.Context) ([]byte, error) {
+	if m.opts.Side == nil {
+		return []byte("{}\n"), nil
+	}
+	return m.opts.Side.Capabilities(ctx)
+}
+
+func (m *mountState) stats(ctx context.Context) ([]byte, error) {
+	if m.opts.Stats == nil {
+		return []byte("{}\n"), nil
+	}
+	return m.opts.Stats()
+}
+
+// snapshotFile is a read-only side file whose content is rendered at open.
+// Its size is unknown in advance, so it is served with direct I/O.
+type snapshotFile struct {
+	gofs.Inode
+	readOnly
+	m      *mountState
+	render func(context.Context) ([]byte, error)
+	ioctls bool
+}
+
+var (
+	_ = (gofs.NodeGetattrer)((*snapshotFile)(nil))
+	_ = (gofs.NodeOpener)((*snapshotFile)(nil))
+)
+
+func (f *snapshotFile) Getattr(ctx context.Context, fh gofs.FileHandle, out *fuse.AttrOut) syscall.Errno {
+	out.Mode = syscall.S_IFREG | 0o444
+	out.Nlink = 1
+	f.m.fillOwner(&out.Attr)
+	out.SetTimes(nil, &f.m.mountTime, &f.m.mountTime)
+	return 0
+}
+
+func (f *snapshotFile) Open(ctx context.Context, flags uint32) (gofs.FileHandle, uint32, syscall.Errno) {
+	if writeFlags(flags) {
+		return nil, 0, syscall.EROFS
+	}
+	data, err := f.render(ctx)
+	if err != nil {
+		f.m.opts.Log.Error("rendering side file", "err", err)
+		return nil, 0, syscall.EIO
+	}
+	return &snapshotHandle{m: f.m, id: f.m.handles.Add(1), data: data, ioctls: f.ioctls}, fuse.FOPEN_DIRECT_IO, 0
+}
+
+type snapshotHandle struct {
+	m      *mountState
+	id     uint64
+	data   []byte
+	ioctls bool
+}
+
+var (
+	_ = (gofs.FileReader)((*snapshotHandle)(nil))
+	_ = (gofs.FileReleaser)((*snapshotHandle)(nil))
+	_ = (gofs.FileIoctler)((*snapshotHandle)(nil))
+)
+
+func (h *snapshotHandle) Read(ctx context.Context, dest []byte, off int64) (fuse.ReadResult, syscall.Errno) {
+	if off >= int64(len(h.data)) {
+		return fuse.ReadResultData(nil), 0
+	}
+	return fuse.ReadResultData(h.data[off:min(off+int64(len(dest)), int64(len(h.data)))]), 0
+}
+
+func (h *snapshotHandle) Ioctl(ctx context.Context, cmd uint32, arg uint64, in, out []byte) (int32, syscall.Errno) {
+	if !h.ioctls {
+		return 0, syscall.ENOTTY
+	}
+	return h.m.ioctl(ctx, h.id, nil, cmd, in, out)
+}
+
+func (h *snapshotHandle) Release(ctx context.Context) syscall.Errno {
+	if h.ioctls && h.m.opts.Side != nil {
+		h.m.opts.Side.Release(h.id)
+	}
+	return 0
+}
+
+// hintsFile takes the loader's schedule: paths relative to the mount root,
+// one per line, prefetched in the order written.
+type hintsFile struct {
+	gofs.Inode
+	m *mountState
+}
+
+var (
+	_ = (gofs.NodeGetattrer)((*hintsFile)(nil))
+	_ = (gofs.NodeOpener)((*hintsFile)(nil))
+	_ = (gofs.NodeSetattrer)((*hintsFile)(nil))
+)
+
+func (f *hintsFile) Getattr(ctx context.Context, fh gofs.FileHandle, out *fuse.AttrOut) syscall.Errno {
+	out.Mode = syscall.S_IFREG | 0o666
+	out.Nlink = 1
+	f.m.fillOwner(&out.Attr)
+	out.SetTimes(nil, &f.m.mountTime, &f.m.mountTime)
+	return 0
+}
+
+// Setattr accepts the truncation that `echo path > hints` asks for.
+func (f *hintsFile) Setattr(ctx context.Context, fh gofs.FileHandle, in *fuse.SetAttrIn, out *fuse.AttrOut) syscall.Errno {
+	return f.Getattr(ctx, fh, out)
+}
+
+func (f *hintsFile) Open(ctx context.Context, flags uint32) (gofs.FileHandle, uint32, syscall.Errno) {
+	return &hintsHandle{m: f.m}, fuse.FOPEN_DIRECT_IO, 0
+}
+
+type hintsHandle struct {
+	m       *mountState
+	mu      sync.Mutex
+	partial []byte // an unfinished last line, completed by the next write
+}
+
+var (
+	_ = (gofs.FileWriter)((*hintsHandle)(nil))
+	_ = (gofs.FileReader)((*hintsHandle)(nil))
+	_ = (gofs.FileFlusher)((*hintsHandle)(nil))
+)
+
+func (h *hintsHandle) Read(ctx context.Context, dest []byte, off int64) (fuse.ReadResult, syscall.Errno) {
+	return fuse.ReadResultData(nil), 0
+}
+
+func (h *hintsHandle) Write(ctx context.Context, data []byte, off int64) (uint32, syscall.Errno) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	buf := append(h.partial, data...)
+	last := bytes.LastIndexByte(buf, '\n')
+	h.partial = append([]byte(nil), buf[last+1:]...)
+	if last >= 0 {
+		h.m.hint(buf[:last+1])
+	}
+	return uint32(len(data)), 0
+}
+
+func (h *hintsHandle) Flush(ctx context.Context) syscall.Errno {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if len(h.partial) > 0 {
+		h.m.hint(h.partial)
+		h.partial = nil
+	}
+	return 0
+}
+
+// hint resolves paths and hands the known ones to the prefetcher.
+func (m *mountState) hint(lines []byte) {
+	var objs []store.Object
+	sc := bufio.NewScanner(bytes.NewReader(lines))
+	for sc.Scan() {
+		path := strings.TrimSpace(sc.Text())
+		if m.opts.MountPoint != "" {
+			path = strings.TrimPrefix(path, strings.TrimSuffix(m.opts.MountPoint, "/")+"/")
+		}
+		path = strings.Trim(path, "/")
+		if path == "" {
+			continue
+		}
+		obj, ok := m.objects[path]
+		if !ok {
+			m.opts.Log.Warn("hint names no file of the mount", "path", path)
+			continue
+		}
+		objs = append(objs, obj)
+	}
+	if len(objs) > 0 && m.opts.Prefetcher != nil {
+		m.opts.Prefetcher.Hint(objs...)
+	}
+}

@@ -1,0 +1,72 @@
+package gds
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+)
+
+// Capabilities is the JSON document /.shardfs/ctl returns.
+type Capabilities struct {
+	ABIVersion       int               `json:"abi_version"`
+	IoctlType        int               `json:"ioctl_type"`
+	Commands         map[string]uint32 `json:"commands"`
+	BlockSize        int64             `json:"block_size"`
+	Alignment        int64             `json:"alignment"`
+	Leases           bool              `json:"leases"`
+	MaxBufferSize    int64             `json:"max_buffer_size"`
+	MaxRegistrations int               `json:"max_registrations"`
+	MaxLeaseBytes    int64             `json:"max_lease_bytes"`
+	GPUs             []GPU             `json:"gpus"`
+	// GPUError says why GPUs is empty when discovery failed for a reason
+	// other than a missing driver.
+	GPUError string `json:"gpu_error,omitempty"`
+}
+
+// Capabilities returns the ctl file's content. GPU discovery runs once;
+// a missing driver or any discovery failure gives an empty GPU list.
+func (s *Server) Capabilities(ctx context.Context) ([]byte, error) {
+	s.mu.Lock()
+	cached := s.caps
+	s.mu.Unlock()
+	if cached != nil {
+		return cached, nil
+	}
+	c := Capabilities{
+		ABIVersion: ABIVersion,
+		IoctlType:  IoctlType,
+		Commands: map[string]uint32{
+			"register": CmdRegister, "unregister": CmdUnregister, "read": CmdRead,
+			"lease": CmdLease, "lease_drop": CmdLeaseDrop,
+		},
+		BlockSize:        s.cfg.BlockSize,
+		Alignment:        s.cfg.Alignment,
+		Leases:           s.leaser != nil,
+		MaxBufferSize:    s.cfg.MaxBufferSize,
+		MaxRegistrations: s.cfg.MaxRegistrations,
+		MaxLeaseBytes:    s.cfg.MaxLeaseBytes,
+		GPUs:             []GPU{},
+	}
+	if s.gpus != nil {
+		gpus, err := s.gpus.GPUs(ctx)
+		switch {
+		case err == nil:
+			c.GPUs = append(c.GPUs, gpus...)
+		case ctx.Err() != nil:
+			return nil, fmt.Errorf("gpu discovery: %w", err)
+		case !errors.Is(err, ErrNoDriver):
+			s.log.Warn("gpu discovery failed", "err", err)
+			c.GPUError = err.Error()
+		}
+	}
+	doc, err := json.MarshalIndent(c, "", "  ")
+	if err != nil {
+		return nil, fmt.Errorf("capabilities: %w", err)
+	}
+	doc = append(doc, '\n')
+	s.mu.Lock()
+	s.caps = doc
+	s.mu.Unlock()
+	return doc, nil
+}

@@ -1,0 +1,198 @@
+package gds
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"syscall"
+
+	"github.com/shardfs/shardfs/store"
+)
+
+// Extent is a run of shard bytes held in a cache file.
+type Extent struct {
+	Path       string // the cache file
+	Offset     int64  // where the bytes start in Path
+	Length     int64
+	FileOffset int64 // where they start in the shard
+}
+
+// Pin holds cache extents against being overwritten until Release.
+type Pin interface {
+	Extents() []Extent
+	Release()
+}
+
+// Leaser pins the cache extents holding a shard range. It fails when a
+// block of the range is not resident.
+type Leaser interface {
+	Lease(obj store.Object, off, n int64) (Pin, error)
+}
+
+// lease handles LEASE: pin the range's cache extents for this handle. A
+// range not resident is read through the mount once (which caches it) and
+// leased again; when that fails too the caller gets ENODATA and uses READ.
+func (s *Server) lease(ctx context.Context, handle uint64, obj *store.Object, in, out []byte) ([]byte, error) {
+	if len(out) < leaseSize {
+		return nil, fmt.Errorf("reply room %d bytes: %w", len(out), ErrShortPayload)
+	}
+	req, err := DecodeLease(in)
+	if err != nil {
+		return nil, err
+	}
+	if s.leaser == nil {
+		return nil, fmt.Errorf("no cache ring on this mount: %w", syscall.EOPNOTSUPP)
+	}
+	if req.Length == 0 {
+		return nil, fmt.Errorf("zero lease length: %w", syscall.EINVAL)
+	}
+	o, err := s.resolve(obj, req.Path)
+	if err != nil {
+		return nil, err
+	}
+	if req.FileOffset >= uint64(o.Size) {
+		return nil, fmt.Errorf("offset %d not inside %s (%d bytes): %w", req.FileOffset, o.Key, o.Size, syscall.ERANGE)
+	}
+	if s.leaseCount(handle) >= s.cfg.MaxLeases {
+		return nil, s.tooManyLeases()
+	}
+	off := int64(req.FileOffset)
+	n := min(int64(req.Length), o.Size-off, s.cfg.MaxLeaseBytes)
+	pin, err := s.pin(ctx, o, off, n)
+	if err != nil {
+		return nil, err
+	}
+	if err := fillLeaseReply(&req, pin.Extents(), off, n); err != nil {
+		pin.Release()
+		return nil, err
+	}
+	id := s.nextID.Add(1)
+	s.mu.Lock()
+	st := s.stateLocked(handle, true)
+	if st == nil || len(st.leases) >= s.cfg.MaxLeases {
+		s.mu.Unlock()
+		pin.Release()
+		if st == nil {
+			return nil, fmt.Errorf("server closed: %w", syscall.ENODEV)
+		}
+		return nil, s.tooManyLeases()
+	}
+	st.leases[id] = pin
+	s.mu.Unlock()
+	req.LeaseID = id
+	return req.Encode()
+}
+
+// pin leases [off, off+n), warming the cache through the read path once
+// when the first attempt finds blocks missing.
+func (s *Server) pin(ctx context.Context, o store.Object, off, n int64) (Pin, error) {
+	pin, err := s.leaser.Lease(o, off, n)
+	if err == nil {
+		return pin, nil
+	}
+	if err := s.warm(ctx, o, off, n); err != nil {
+		return nil, err
+	}
+	pin, err = s.leaser.Lease(o, off, n)
+	if err != nil {
+		return nil, fmt.Errorf("lease %s %d+%d: %v: %w", o.Key, off, n, err, syscall.ENODATA)
+	}
+	return pin, nil
+}
+
+// warm reads the range through the mount, block by block, discarding the
+// bytes: the read path stores them in the cache.
+func (s *Server) warm(ctx context.Context, o store.Object, off, n int64) error {
+	scratch := make([]byte, min(n, s.cfg.BlockSize))
+	for done := int64(0); done < n; {
+		p := scratch[:min(int64(len(scratch)), n-done)]
+		got, err := s.files.ReadAt(ctx, o, p, off+done)
+		if err != nil && !(errors.Is(err, io.EOF) && got == len(p)) {
+			return fmt.Errorf("warm %s at %d: %w", o.Key, off+done, err)
+		}
+		if got == 0 {
+			return fmt.Errorf("warm %s at %d: %w", o.Key, off+done, io.ErrUnexpectedEOF)
+		}
+		done += int64(got)
+	}
+	return nil
+}
+
+// fillLeaseReply puts the extents covering [off, off+n) into req, clipped
+// to the range, stopping where the reply runs out of extent or path slots.
+// Extents must tile the range in order; anything else is a cache bug.
+func fillLeaseReply(req *LeaseReq, extents []Extent, off, n int64) error {
+	pos, end := off, off+n
+	req.Extents, req.Paths = nil, nil
+	for _, e := range extents {
+		if pos == end {
+			break
+		}
+		lo, hi := max(e.FileOffset, pos), min(e.FileOffset+e.Length, end)
+		if e.FileOffset > pos || hi <= lo {
+			return fmt.Errorf("cache extents do not tile %d+%d at %d: %w", off, n, pos, syscall.EIO)
+		}
+		idx := pathIndex(req.Paths, e.Path)
+		if len(req.Extents) == MaxLeaseExtents || idx == MaxLeasePaths {
+			break
+		}
+		if idx == len(req.Paths) {
+			req.Paths = append(req.Paths, e.Path)
+		}
+		req.Extents = append(req.Extents, LeaseExtent{
+			PathIndex:   uint32(idx),
+			CacheOffset: uint64(e.Offset + lo - e.FileOffset),
+			Length:      uint64(hi - lo),
+			FileOffset:  uint64(lo),
+		})
+		pos = hi
+	}
+	if pos == off {
+		return fmt.Errorf("cache returned no extent for %d+%d: %w", off, n, syscall.EIO)
+	}
+	req.Covered = uint64(pos - off)
+	return nil
+}
+
+func pathIndex(paths []string, p string) int {
+	for i, q := range paths {
+		if q == p {
+			return i
+		}
+	}
+	return len(paths)
+}
+
+// leaseDrop handles LEASE_DROP.
+func (s *Server) leaseDrop(handle uint64, in []byte) error {
+	req, err := DecodeLeaseDrop(in)
+	if err != nil {
+		return err
+	}
+	s.mu.Lock()
+	var pin Pin
+	if st := s.handles[handle]; st != nil {
+		pin = st.leases[req.LeaseID]
+		delete(st.leases, req.LeaseID)
+	}
+	s.mu.Unlock()
+	if pin == nil {
+		return fmt.Errorf("lease %d not held on this handle: %w", req.LeaseID, syscall.ENOENT)
+	}
+	pin.Release()
+	return nil
+}
+
+func (s *Server) leaseCount(handle uint64) int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if st := s.handles[handle]; st != nil {
+		return len(st.leases)
+	}
+	return 0
+}
+
+func (s *Server) tooManyLeases() error {
+	return fmt.Errorf("handle holds %d leases already: %w", s.cfg.MaxLeases, syscall.EMFILE)
+}

@@ -32,8 +32,8 @@ type BadSlot struct {
 // VerifyReport is the result of checking every slot of a ring.
 type VerifyReport struct {
 	Slots   int64 // slots in the ring
-	Checked int64 // slots holding a block, all read and CRC-checked
-	Good    int64
+	Checked int64 // slots with a valid header, whose data was read and CRC-checked
+	Good    int64 // checked slots whose data passed
 	Bad     []BadSlot
 }
 
@@ -45,7 +45,7 @@ func InspectDir(dir string) (DirStats, error) {
 		return ds, fmt.Errorf("cache dir: %w", err)
 	}
 	ds.OwnerPID = lockHolder(dir)
-	r, size, _, err := loadRing(dir)
+	r, size, err := loadRing(dir)
 	if errors.Is(err, os.ErrNotExist) {
 		return ds, nil
 	}
@@ -64,8 +64,9 @@ func InspectDir(dir string) (DirStats, error) {
 	return ds, nil
 }
 
-// VerifyDir reads every block of a cache dir's ring and checks its CRC. It
-// refuses with ErrLocked while a mount owns the dir.
+// VerifyDir reads every slot of a cache dir's ring that has a header,
+// including slots superseded by a newer copy of their block, and checks the
+// data's CRC. It refuses with ErrLocked while a mount owns the dir.
 func VerifyDir(dir string) (VerifyReport, error) {
 	var rep VerifyReport
 	unlock, err := lockExisting(dir)
@@ -73,7 +74,7 @@ func VerifyDir(dir string) (VerifyReport, error) {
 		return rep, err
 	}
 	defer unlock()
-	r, _, rebuilt, err := loadRing(dir)
+	r, size, err := loadRing(dir)
 	if errors.Is(err, os.ErrNotExist) {
 		return rep, nil
 	}
@@ -82,31 +83,31 @@ func VerifyDir(dir string) (VerifyReport, error) {
 	}
 	defer r.file.close()
 	rep.Slots = r.geo.slots
-	for _, n := range rebuilt.damaged {
-		rep.Bad = append(rep.Bad, BadSlot{Slot: n, Reason: "unreadable slot header"})
-	}
-	for _, n := range rebuilt.truncated {
-		rep.Bad = append(rep.Bad, r.describe(n, "data lies past the end of the ring file"))
-	}
 	buf := alignedBuffer(int(r.geo.blockSize))
-	for n := range r.geo.slots {
-		if r.slots[n].state != slotValid {
-			continue
-		}
-		rep.Checked++
-		ref := r.pinLocked(n)
-		err := r.readVerified(ref, buf)
-		r.unpin(n)
+	err = scanHeaders(context.Background(), r.file, r.geo, size, func(n int64, h slotHeader, st headerState) {
+		bad := BadSlot{Slot: n, Namespace: h.Namespace, Key: h.Key, Index: h.Index}
 		switch {
-		case err == nil:
-			rep.Good++
-		case errors.Is(err, errChecksum):
-			rep.Bad = append(rep.Bad, r.describe(n, "data fails its CRC32C"))
+		case st == headerEmpty:
+			return
+		case st == headerDamaged:
+			bad.Reason = "unreadable slot header"
+		case r.geo.dataOffset(n)+alignUp(h.Length) > size:
+			bad.Reason = "data lies past the end of the ring file"
 		default:
-			rep.Bad = append(rep.Bad, r.describe(n, err.Error()))
+			rep.Checked++
+			err := r.readVerified(slotRef{n: n, length: h.Length, crc: h.DataCRC}, buf)
+			if err == nil {
+				rep.Good++
+				return
+			}
+			bad.Reason = "data fails its CRC32C"
+			if !errors.Is(err, errChecksum) {
+				bad.Reason = err.Error()
+			}
 		}
-	}
-	return rep, nil
+		rep.Bad = append(rep.Bad, bad)
+	})
+	return rep, err
 }
 
 // ClearDir empties a cache dir's ring. It refuses with ErrLocked while a
@@ -136,16 +137,15 @@ func lockExisting(dir string) (unlock func(), err error) {
 }
 
 // loadRing opens a dir's ring read-only and rebuilds its index.
-func loadRing(dir string) (*ring, int64, rebuildReport, error) {
-	var rep rebuildReport
+func loadRing(dir string) (*ring, int64, error) {
 	file, err := openRingFile(ringPath(dir), os.O_RDONLY)
 	if err != nil {
-		return nil, 0, rep, fmt.Errorf("open cache ring: %w", err)
+		return nil, 0, fmt.Errorf("open cache ring: %w", err)
 	}
 	fi, err := file.f.Stat()
 	if err != nil {
 		file.close()
-		return nil, 0, rep, fmt.Errorf("stat cache ring: %w", err)
+		return nil, 0, fmt.Errorf("stat cache ring: %w", err)
 	}
 	super := alignedBuffer(superSize)
 	geo, ok := geometry{}, false
@@ -154,25 +154,12 @@ func loadRing(dir string) (*ring, int64, rebuildReport, error) {
 	}
 	if !ok {
 		file.close()
-		return nil, 0, rep, fmt.Errorf("cache ring %s: no valid superblock", file.path)
+		return nil, 0, fmt.Errorf("cache ring %s: no valid superblock", file.path)
 	}
 	r := newRing(file, geo, &counters{})
-	rep, err = r.rebuild(context.Background(), fi.Size())
-	if err != nil {
+	if _, err := r.rebuild(context.Background(), fi.Size()); err != nil {
 		file.close()
-		return nil, 0, rep, err
+		return nil, 0, err
 	}
-	return r, fi.Size(), rep, nil
-}
-
-// describe names the block whose header is in slot n, for a report.
-func (r *ring) describe(n int64, reason string) BadSlot {
-	bad := BadSlot{Slot: n, Reason: reason}
-	buf := alignedBuffer(headerSize)
-	if r.file.readFull(buf, r.geo.headerOffset(n)) == nil {
-		if h, st := decodeHeader(buf, r.geo.blockSize); st == headerValid {
-			bad.Namespace, bad.Key, bad.Index = h.Namespace, h.Key, h.Index
-		}
-	}
-	return bad
+	return r, fi.Size(), nil
 }

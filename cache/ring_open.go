@@ -51,9 +51,13 @@ func prepareRing(ctx context.Context, file *ringFile, geo geometry, stats *count
 		}
 	}
 	r := newRing(file, geo, stats)
-	if _, err := r.rebuild(ctx, validBytes); err != nil {
+	rep, err := r.rebuild(ctx, validBytes)
+	if err != nil {
 		return nil, err
 	}
+	bytes, slots := r.occupancy()
+	log.Info("cache ring opened", "file", file.path, "slots", geo.slots, "blocks", slots, "bytes", bytes,
+		"damaged_headers", rep.damaged, "truncated_blocks", rep.truncated, "direct_io", file.direct)
 	return r, nil
 }
 
@@ -117,8 +121,8 @@ func preallocate(file *ringFile, size int64) error {
 
 // rebuildReport lists the slots whose headers could not be used.
 type rebuildReport struct {
-	damaged   []int64 // header written but unreadable
-	truncated []int64 // header valid but its data lies past the end of the file
+	damaged   int // header written but unreadable
+	truncated int // header valid but its data lies past the end of the file
 }
 
 // rebuild fills the slot table from the headers on disk. Of two slots that
@@ -132,12 +136,12 @@ func (r *ring) rebuild(ctx context.Context, validBytes int64) (rebuildReport, er
 	err := scanHeaders(ctx, r.file, r.geo, validBytes, func(n int64, h slotHeader, st headerState) {
 		switch {
 		case st == headerDamaged:
-			rep.damaged = append(rep.damaged, n)
+			rep.damaged++
 			return
 		case st == headerEmpty:
 			return
 		case r.geo.dataOffset(n)+alignUp(h.Length) > validBytes:
-			rep.truncated = append(rep.truncated, n)
+			rep.truncated++
 			return
 		}
 		if h.Generation >= newest {

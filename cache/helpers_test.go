@@ -1,0 +1,149 @@
+package cache
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"log/slog"
+	"math/rand/v2"
+	"os"
+	"strings"
+	"sync"
+	"testing"
+
+	"github.com/shardfs/shardfs/store"
+)
+
+const testBlock = 4 * alignment // 16 KiB keeps rings small
+
+// ringSizeFor is a cache size that holds exactly slots blocks of testBlock,
+// plus some slack that must be left unused.
+func ringSizeFor(slots int64) int64 {
+	return geometry{blockSize: testBlock, slots: slots}.fileSize() + testBlock/2
+}
+
+// testObject is a shard with deterministic random content.
+type testObject struct {
+	obj  store.Object
+	data []byte
+}
+
+func newTestObject(key string, size int64) testObject {
+	rng := rand.New(rand.NewPCG(uint64(size), uint64(len(key))*7919+uint64(key[len(key)-1])))
+	data := make([]byte, size)
+	for i := range data {
+		data[i] = byte(rng.Uint32())
+	}
+	return testObject{
+		obj:  store.Object{Key: key, Size: size, ETag: fmt.Sprintf(`"%x"`, checksum(data))},
+		data: data,
+	}
+}
+
+// putAll puts the whole object in parts of partBlocks blocks.
+func (o testObject) putAll(c *Cache, partBlocks int64) {
+	part := partBlocks * c.BlockSize()
+	for off := int64(0); off < o.obj.Size; off += part {
+		c.PutRange(o.obj, off, o.data[off:min(off+part, o.obj.Size)])
+	}
+}
+
+// logRecorder collects log lines so tests can count warnings.
+type logRecorder struct {
+	mu  sync.Mutex
+	buf bytes.Buffer
+}
+
+func (l *logRecorder) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.buf.Write(p)
+}
+
+func (l *logRecorder) logger() *slog.Logger {
+	return slog.New(slog.NewTextHandler(l, &slog.HandlerOptions{Level: slog.LevelDebug}))
+}
+
+func (l *logRecorder) count(level string) int {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return strings.Count(l.buf.String(), "level="+level)
+}
+
+func (l *logRecorder) String() string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.buf.String()
+}
+
+// openCache opens cfg and closes it when the test ends.
+func openCache(t *testing.T, cfg Config) *Cache {
+	t.Helper()
+	if cfg.BlockSize == 0 {
+		cfg.BlockSize = testBlock
+	}
+	if cfg.Namespace == "" {
+		cfg.Namespace = "mem://test"
+	}
+	c, err := Open(context.Background(), cfg, nil)
+	if err != nil {
+		t.Fatalf("Open: %v", err)
+	}
+	t.Cleanup(func() { c.Close() })
+	return c
+}
+
+// ringConfig is a ring-only config (no RAM tier), so every hit comes from
+// the ring.
+func ringConfig(dir string, slots int64) Config {
+	return Config{Dir: dir, Size: ringSizeFor(slots), BlockSize: testBlock, Namespace: "mem://test"}
+}
+
+// mustRead reads [off, off+n) through the cache and fails unless it is
+// served with the object's bytes.
+func mustRead(t *testing.T, c *Cache, o testObject, off, n int64) {
+	t.Helper()
+	p := make([]byte, n)
+	got, ok := c.ReadAt(o.obj, p, off)
+	if !ok {
+		t.Fatalf("ReadAt(%s, %d, +%d): miss", o.obj.Key, off, n)
+	}
+	want := o.data[off:min(off+n, o.obj.Size)]
+	if got != len(want) || !bytes.Equal(p[:got], want) {
+		t.Fatalf("ReadAt(%s, %d, +%d): wrong bytes (n=%d)", o.obj.Key, off, n, got)
+	}
+}
+
+// mustMiss fails if [off, off+n) is served.
+func mustMiss(t *testing.T, c *Cache, o testObject, off, n int64) {
+	t.Helper()
+	if _, ok := c.ReadAt(o.obj, make([]byte, n), off); ok {
+		t.Fatalf("ReadAt(%s, %d, +%d): served, want a miss", o.obj.Key, off, n)
+	}
+}
+
+// slotOf returns the ring slot holding block index of o.
+func slotOf(t *testing.T, c *Cache, o testObject, index int64) int64 {
+	t.Helper()
+	k := blockKey{version: versionOfObject(c.cfg.Namespace, o.obj), index: index}
+	c.ring.mu.RLock()
+	defer c.ring.mu.RUnlock()
+	n, ok := c.ring.index[k]
+	if !ok {
+		t.Fatalf("block %d of %s not in the ring", index, o.obj.Key)
+	}
+	return n
+}
+
+// patchFile writes p into the file at off, as a crash or a bad disk would.
+func patchFile(t *testing.T, path string, off int64, p []byte) {
+	t.Helper()
+	f, err := os.OpenFile(path, os.O_WRONLY, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	if _, err := f.WriteAt(p, off); err != nil {
+		t.Fatal(err)
+	}
+}

@@ -1,0 +1,125 @@
+package test
+
+import (
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+)
+
+// TestBadInputFailsCleanly: each mistake a user can make gives a non-zero
+// exit, exactly one line on stderr naming the cause, and nothing mounted.
+// The daemonized form is used, as a user would type it.
+func TestBadInputFailsCleanly(t *testing.T) {
+	port, err := freePort()
+	if err != nil {
+		t.Fatal(err)
+	}
+	deadEndpoint := "http://127.0.0.1:" + strconv.Itoa(port)
+	notADir := filepath.Join(t.TempDir(), "plain-file")
+	if err := os.WriteFile(notADir, nil, 0o644); err != nil {
+		t.Fatal(err)
+	}
+
+	cases := []struct {
+		name string
+		// args builds the command line for a fresh, empty mount point dir.
+		args  func(dir string) []string
+		env   []string
+		cause string // regexp (case-insensitive) the stderr line must match
+	}{
+		{"no such bucket", func(d string) []string {
+			return append([]string{"mount", "s3://no-such-bucket-shardfs/x", d}, e2e.endpoint()...)
+		}, nil, `no such bucket|bucket .*(not exist|not found)`},
+		{"wrong secret key", func(d string) []string {
+			return append([]string{"mount", e2e.source(), d}, e2e.endpoint()...)
+		}, []string{"AWS_SECRET_ACCESS_KEY=wrong-secret-key"}, `credential|access denied|signature|forbidden`},
+		{"unknown access key", func(d string) []string {
+			return append([]string{"mount", e2e.source(), d}, e2e.endpoint()...)
+		}, []string{"AWS_ACCESS_KEY_ID=nobody"}, `credential|access denied|access key|forbidden`},
+		{"endpoint not listening", func(d string) []string {
+			return []string{"mount", e2e.source(), d, "--endpoint-url", deadEndpoint}
+		}, nil, `connect|unreachable|refused`},
+		{"missing mountpoint", func(d string) []string {
+			return append([]string{"mount", e2e.source(), filepath.Join(d, "does-not-exist")}, e2e.endpoint()...)
+		}, nil, `mountpoint|mount point`},
+		{"mountpoint is a file", func(d string) []string {
+			return append([]string{"mount", e2e.source(), notADir}, e2e.endpoint()...)
+		}, nil, `mountpoint|mount point|not a directory`},
+		{"unknown flag", func(d string) []string {
+			return append([]string{"mount", e2e.source(), d, "--no-such-flag"}, e2e.endpoint()...)
+		}, nil, `flag provided but not defined|unknown flag|no-such-flag`},
+		{"malformed source s3://", func(d string) []string {
+			return append([]string{"mount", "s3://", d}, e2e.endpoint()...)
+		}, nil, `source|bucket`},
+		{"malformed source ftp://", func(d string) []string {
+			return append([]string{"mount", "ftp://x", d}, e2e.endpoint()...)
+		}, nil, `source|scheme|ftp`},
+		{"missing local source", func(d string) []string {
+			return []string{"mount", filepath.Join(d, "no-such-source-dir"), d}
+		}, nil, `source|no such|not exist`},
+		{"missing mountpoint argument", func(d string) []string {
+			return append([]string{"mount", e2e.source()}, e2e.endpoint()...)
+		}, nil, `mountpoint|mount point|argument|usage`},
+		{"nonsense size", func(d string) []string {
+			return append([]string{"mount", e2e.source(), d, "--block-size", "banana"}, e2e.endpoint()...)
+		}, nil, `block-size|size`},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			dir := t.TempDir()
+			args := c.args(dir)
+			r := runShardfs(e2e.env(c.env...), 90*time.Second, args...)
+			checkFailedCleanly(t, r, args, c.cause, dir, 0)
+		})
+	}
+}
+
+func TestMountOnBusyMountpointFails(t *testing.T) {
+	m := mountShardfs(t, e2e.data)
+	args := append([]string{"mount", e2e.source(), m.dir}, e2e.endpoint()...)
+	r := runShardfs(e2e.env(), 90*time.Second, args...)
+	checkFailedCleanly(t, r, args, `already mounted|busy|in use`, m.dir, 1)
+	if _, err := os.Stat(filepath.Join(m.dir, "shard-000000.tar")); err != nil {
+		t.Errorf("the first mount is broken after the refused second mount: %v", err)
+	}
+}
+
+// checkFailedCleanly asserts a failed command: non-zero exit, one stderr
+// line matching cause, dir listed `mounts` times in /proc/mounts, and no
+// shardfs process left serving dir.
+func checkFailedCleanly(t *testing.T, r result, args []string, cause, dir string, mounts int) {
+	t.Helper()
+	cmdline := "shardfs " + strings.Join(args, " ")
+	if r.err != nil {
+		t.Errorf("%s: %v", cmdline, r.err)
+	}
+	if r.code == 0 {
+		t.Errorf("%s: exit status 0, want non-zero", cmdline)
+	}
+	stderr := strings.TrimRight(r.stderr, "\n")
+	switch {
+	case stderr == "":
+		t.Errorf("%s: nothing on stderr, want one line naming the cause", cmdline)
+	case strings.Contains(stderr, "\n"):
+		t.Errorf("%s: %d lines on stderr, want exactly one:\n%s", cmdline, strings.Count(stderr, "\n")+1, stderr)
+	}
+	if !regexp.MustCompile("(?i)" + cause).MatchString(stderr) {
+		t.Errorf("%s: stderr %q does not name the cause (want /%s/)", cmdline, stderr, cause)
+	}
+	if n, err := mountEntries("/proc/mounts", dir); err != nil || n != mounts {
+		t.Errorf("%s: /proc/mounts lists %s %d times (err %v), want %d", cmdline, dir, n, err, mounts)
+		if n > mounts {
+			exec.Command("fusermount3", "-u", "-z", dir).Run()
+		}
+	}
+	if mounts == 0 {
+		if pids := waitNoServer(dir, 10*time.Second); len(pids) > 0 {
+			t.Errorf("%s: shardfs processes %v left running", cmdline, pids)
+		}
+	}
+}

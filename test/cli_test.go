@@ -1,0 +1,151 @@
+package test
+
+import (
+	"os"
+	"path/filepath"
+	"regexp"
+	"sort"
+	"strconv"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+)
+
+// checkOneFile reads one small shard through the mount at dir.
+func checkOneFile(t *testing.T, dir string) {
+	t.Helper()
+	o := e2e.smallShards()[0]
+	sum, n, err := fileSHA256(filepath.Join(dir, o.key))
+	if err != nil || n != o.size || sum != o.sha256 {
+		t.Errorf("%s through the mount: %d bytes, sha256 %s, err %v; want %d bytes %s", o.key, n, sum, err, o.size, o.sha256)
+	}
+}
+
+func TestFlagsAfterPositionals(t *testing.T) {
+	dir := t.TempDir()
+	argv := append([]string{"mount", e2e.source(), dir, "--region", region, "--foreground"}, e2e.endpoint()...)
+	m := startMount(t, dir, argv, e2e.env())
+	checkOneFile(t, m.dir)
+}
+
+func TestEnvironmentVariables(t *testing.T) {
+	dir := t.TempDir()
+	// No S3 flags at all: endpoint and region come from SHARDFS_* variables.
+	env := e2e.env("SHARDFS_ENDPOINT_URL="+e2e.minio.url, "SHARDFS_REGION="+region, "AWS_REGION=")
+	m := startMount(t, dir, []string{"mount", "--foreground", e2e.source(), dir}, env)
+	checkOneFile(t, m.dir)
+}
+
+func TestSharedCredentialsProfile(t *testing.T) {
+	creds := filepath.Join(t.TempDir(), "credentials")
+	content := "[default]\naws_access_key_id = nobody\naws_secret_access_key = wrong-secret\n\n" +
+		"[shardfs-e2e]\naws_access_key_id = " + accessKey + "\naws_secret_access_key = " + secretKey + "\n"
+	if err := os.WriteFile(creds, []byte(content), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	dir := t.TempDir()
+	env := e2e.env("AWS_ACCESS_KEY_ID=", "AWS_SECRET_ACCESS_KEY=", "AWS_SHARED_CREDENTIALS_FILE="+creds)
+	argv := append([]string{"mount", "--foreground", "--profile", "shardfs-e2e"}, e2e.endpoint()...)
+	m := startMount(t, dir, append(argv, e2e.source(), dir), env)
+	checkOneFile(t, m.dir)
+}
+
+func TestDaemonMountAndUnmount(t *testing.T) {
+	dir := mountDaemon(t, e2e.source())
+	checkOneFile(t, dir)
+	if pids := serverPids(dir); len(pids) == 0 {
+		t.Errorf("no shardfs process serves %s after the daemonized mount returned", dir)
+	}
+	unmountDaemon(t, dir)
+
+	r := runShardfs(e2e.env(), unmountTimeout, "unmount", dir)
+	if r.code == 0 || strings.Count(strings.TrimRight(r.stderr, "\n"), "\n") != 0 || r.stderr == "" {
+		t.Errorf("shardfs unmount of a directory that is not mounted: exit %d, stderr %q; want non-zero and one line", r.code, r.stderr)
+	}
+}
+
+func TestForegroundSignalsUnmount(t *testing.T) {
+	for _, sig := range []syscall.Signal{syscall.SIGINT, syscall.SIGTERM} {
+		t.Run(sig.String(), func(t *testing.T) {
+			m := mountShardfs(t, e2e.data)
+			checkOneFile(t, m.dir)
+			m.cmd.Process.Signal(sig)
+			select {
+			case <-m.exited:
+			case <-time.After(unmountTimeout):
+				t.Fatalf("shardfs still running %v after %v", unmountTimeout, sig)
+			}
+			if m.err != nil {
+				t.Errorf("shardfs after %v: %v, want exit status 0\n%s", sig, m.err, m.output.String())
+			}
+			if isMounted(m.dir) {
+				t.Errorf("%s still mounted after %v", m.dir, sig)
+			}
+		})
+	}
+}
+
+// TestMountHelp: `shardfs mount --help` explains every flag and names its
+// SHARDFS_* variable.
+func TestMountHelp(t *testing.T) {
+	r := runShardfs(e2e.env(), time.Minute, "mount", "--help")
+	if r.err != nil || r.code != 0 {
+		t.Fatalf("shardfs mount --help: exit %d, %v\n%s", r.code, r.err, r.stderr)
+	}
+	help := r.stdout + r.stderr
+	for _, flag := range []string{"foreground", "endpoint-url", "region", "profile", "force-path-style",
+		"log-file", "cache-dir", "cache-size", "memory-cache-size", "block-size", "part-size",
+		"max-prefetch", "prefetch-memory", "prefetch-next", "metrics-addr"} {
+		if !regexp.MustCompile(`--` + flag + `\b`).MatchString(help) {
+			t.Errorf("mount --help does not mention --%s", flag)
+		}
+		env := "SHARDFS_" + strings.ToUpper(strings.ReplaceAll(flag, "-", "_"))
+		if !strings.Contains(help, env) {
+			t.Errorf("mount --help does not name %s for --%s", env, flag)
+		}
+	}
+}
+
+func TestVersion(t *testing.T) {
+	r := runShardfs(e2e.env(), time.Minute, "version")
+	if r.err != nil || r.code != 0 || strings.TrimSpace(r.stdout) == "" {
+		t.Errorf("shardfs version: exit %d, %v, stdout %q", r.code, r.err, r.stdout)
+	}
+}
+
+// parseLs parses `shardfs ls` output: "SIZE<TAB>KEY" lines.
+func parseLs(t *testing.T, out string) []string {
+	t.Helper()
+	var got []string
+	for _, line := range strings.Split(strings.TrimRight(out, "\n"), "\n") {
+		size, key, ok := strings.Cut(line, "\t")
+		if _, err := strconv.ParseInt(size, 10, 64); !ok || err != nil {
+			t.Errorf("shardfs ls: line %q is not SIZE<TAB>KEY", line)
+			continue
+		}
+		got = append(got, size+"\t"+key)
+	}
+	sort.Strings(got)
+	return got
+}
+
+func TestLsListsKeysAndSizes(t *testing.T) {
+	var want []string
+	for _, o := range e2e.objects {
+		want = append(want, strconv.FormatInt(o.size, 10)+"\t"+o.key)
+	}
+	sort.Strings(want)
+	for name, argv := range map[string][]string{
+		"s3":    append([]string{"ls", e2e.source()}, e2e.endpoint()...),
+		"local": {"ls", e2e.data},
+	} {
+		t.Run(name, func(t *testing.T) {
+			r := runShardfs(e2e.env(), 2*time.Minute, argv...)
+			if r.err != nil || r.code != 0 {
+				t.Fatalf("shardfs %s: exit %d, %v\n%s", strings.Join(argv, " "), r.code, r.err, r.stderr)
+			}
+			assertSameList(t, "shardfs ls", parseLs(t, r.stdout), want)
+		})
+	}
+}

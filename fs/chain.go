@@ -37,7 +37,15 @@ type Prefetcher interface {
 // errDecline.
 type reader interface {
 	readAt(ctx context.Context, h *readState, p []byte, off int64) (int, error)
+	// tier names where the bytes came from, for metrics.
+	tier() string
 }
+
+// Tiers reported to Options.ObserveRead.
+const (
+	TierCache   = "cache"
+	TierNetwork = "network"
+)
 
 // readState is what the chain keeps per open file.
 type readState struct {
@@ -55,18 +63,19 @@ func (s *readState) close() {
 // chain asks each reader in order.
 type chain []reader
 
-func (c chain) readAt(ctx context.Context, h *readState, p []byte, off int64) (int, error) {
+// It returns the tier of the reader that served.
+func (c chain) readAt(ctx context.Context, h *readState, p []byte, off int64) (int, string, error) {
 	if off >= h.obj.Size || len(p) == 0 {
-		return 0, io.EOF
+		return 0, TierCache, io.EOF
 	}
 	for _, r := range c {
 		n, err := r.readAt(ctx, h, p, off)
 		if errors.Is(err, errDecline) {
 			continue
 		}
-		return n, err
+		return n, r.tier(), err
 	}
-	return 0, errDecline
+	return 0, TierNetwork, errDecline
 }
 
 // newChain assembles the readers that are configured, fastest first.
@@ -94,6 +103,8 @@ func clip(obj store.Object, p []byte, off int64) ([]byte, bool) {
 // cacheReader serves reads whose blocks are all cached.
 type cacheReader struct{ cache BlockCache }
 
+func (cacheReader) tier() string { return TierCache }
+
 func (r cacheReader) readAt(ctx context.Context, h *readState, p []byte, off int64) (int, error) {
 	q, short := clip(h.obj, p, off)
 	n, ok := r.cache.ReadAt(h.obj, q, off)
@@ -108,6 +119,8 @@ func (r cacheReader) readAt(ctx context.Context, h *readState, p []byte, off int
 
 // streamReader reads through the handle's prefetch stream.
 type streamReader struct{ pf Prefetcher }
+
+func (streamReader) tier() string { return TierNetwork }
 
 func (r streamReader) readAt(ctx context.Context, h *readState, p []byte, off int64) (int, error) {
 	if h.stream == nil {
@@ -124,6 +137,8 @@ type directReader struct {
 	cache     BlockCache
 	blockSize int64
 }
+
+func (directReader) tier() string { return TierNetwork }
 
 func (r directReader) readAt(ctx context.Context, h *readState, p []byte, off int64) (int, error) {
 	if r.cache == nil || r.blockSize <= 0 {

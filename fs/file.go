@@ -6,6 +6,7 @@ import (
 	"io"
 	"sync"
 	"syscall"
+	"time"
 
 	gofs "github.com/hanwen/go-fuse/v2/fs"
 	"github.com/hanwen/go-fuse/v2/fuse"
@@ -69,8 +70,15 @@ var (
 func (h *fileHandle) Read(ctx context.Context, dest []byte, off int64) (fuse.ReadResult, syscall.Errno) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
-	n, err := h.m.chain.readAt(ctx, &h.state, dest, off)
-	if err != nil && !errors.Is(err, io.EOF) {
+	start := time.Now()
+	n, tier, err := h.m.chain.readAt(ctx, &h.state, dest, off)
+	if err != nil && errors.Is(err, io.EOF) {
+		err = nil
+	}
+	if obs := h.m.opts.ObserveRead; obs != nil {
+		obs(tier, n, time.Since(start), err)
+	}
+	if err != nil {
 		h.m.opts.Log.Error("read failed", "key", h.state.obj.Key, "offset", off, "size", len(dest), "err", err)
 		return nil, errnoFor(err)
 	}

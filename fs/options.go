@@ -30,6 +30,10 @@ type Options struct {
 	Side       SideChannel // nil: ctl serves capabilities "{}" and no ioctls
 	BlockSize  int64       // alignment of plain reads when Cache is set
 
+	// ObserveRead, when set, is told of every FUSE read: the tier that
+	// served it (TierCache, TierNetwork), bytes, latency and failure.
+	ObserveRead func(tier string, n int, d time.Duration, err error)
+
 	// Stats renders /.shardfs/stats; nil serves "{}".
 	Stats func() ([]byte, error)
 

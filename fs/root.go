@@ -111,5 +111,6 @@ func (r *Root) Object(path string) (store.Object, bool) {
 func (r *Root) ReadAt(ctx context.Context, obj store.Object, p []byte, off int64) (int, error) {
 	st := &readState{obj: obj}
 	defer st.close()
-	return r.m.chain.readAt(ctx, st, p, off)
+	n, _, err := r.m.chain.readAt(ctx, st, p, off)
+	return n, err
 }

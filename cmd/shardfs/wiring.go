@@ -7,6 +7,7 @@ import (
 	"github.com/urfave/cli/v2"
 
 	shardfs "github.com/shardfs/shardfs/fs"
+	"github.com/shardfs/shardfs/metrics"
 )
 
 // mountWiring holds everything one mount built, in the order it must be
@@ -14,6 +15,7 @@ import (
 type mountWiring struct {
 	backend *backend
 	root    *shardfs.Root
+	metrics *metrics.Metrics
 	kernel  shardfs.KernelOptions
 	closers []func()
 }
@@ -33,14 +35,26 @@ func newMountWiring(ctx context.Context, c *cli.Context, source, mountpoint stri
 	if err != nil {
 		return nil, err
 	}
+	m.metrics = metrics.New()
+	registerStoreMetrics(m.metrics, m.backend.meter, m.backend.retry)
+	if addr := c.String("metrics-addr"); addr != "" {
+		srv, err := m.metrics.Serve(addr)
+		if err != nil {
+			return nil, err
+		}
+		log.Info("serving metrics", "addr", "http://"+srv.Addr+"/metrics")
+		m.closers = append(m.closers, func() { _ = srv.Close() })
+	}
 	m.root, err = shardfs.New(shardfs.Options{
-		Store:      m.backend.retry,
-		Objects:    m.backend.objects,
-		BlockSize:  blockSize,
-		MountPoint: mountpoint,
-		UID:        uint32(c.Int("uid")),
-		GID:        uint32(c.Int("gid")),
-		Log:        log,
+		ObserveRead: m.metrics.ObserveRead,
+		Stats:       m.metrics.JSON,
+		Store:       m.backend.retry,
+		Objects:     m.backend.objects,
+		BlockSize:   blockSize,
+		MountPoint:  mountpoint,
+		UID:         uint32(c.Int("uid")),
+		GID:         uint32(c.Int("gid")),
+		Log:         log,
 	})
 	if err != nil {
 		return nil, err

@@ -40,6 +40,7 @@ func newApp() *cli.App {
 			mountCommand(),
 			unmountCommand(),
 			lsCommand(),
+			manifestCommand(),
 			statsCommand(),
 			versionCommand(),
 		},

@@ -26,6 +26,7 @@ func mountCommand() *cli.Command {
 		&cli.IntFlag{Name: "gid", Value: os.Getgid(), Usage: "group of every file", EnvVars: env("gid")},
 		&cli.IntFlag{Name: "read-ahead-kb", Value: shardfs.DefaultKernelOptions().ReadAheadKB, Usage: "kernel read-ahead of the mount in KiB (0: kernel default)", EnvVars: env("read-ahead-kb"), Category: "Kernel"},
 		&cli.IntFlag{Name: "max-background", Value: shardfs.DefaultKernelOptions().MaxBackground, Usage: "FUSE requests the kernel keeps in flight", EnvVars: env("max-background"), Category: "Kernel"},
+		&cli.StringFlag{Name: "manifest", Usage: "take the listing from this file (shardfs manifest SOURCE > FILE) instead of listing the bucket", EnvVars: env("manifest")},
 		&cli.StringFlag{Name: "metrics-addr", Usage: "serve Prometheus metrics at http://ADDR/metrics (e.g. 127.0.0.1:9464)", EnvVars: env("metrics-addr")},
 		&cli.BoolFlag{Name: "debug-fuse", Usage: "log every FUSE request", EnvVars: env("debug-fuse")},
 	}

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"log/slog"
 	"net"
+	"os"
 	"time"
 
 	"github.com/urfave/cli/v2"
@@ -52,6 +53,18 @@ func openSource(ctx context.Context, c *cli.Context, arg string, log *slog.Logge
 	policy.Budget = c.Duration("retry-timeout")
 	b.retry = store.WithRetry(b.meter, policy, log)
 
+	if path := manifestPath(c); path != "" {
+		f, err := os.Open(path)
+		if err != nil {
+			return nil, fmt.Errorf("--manifest: %w", err)
+		}
+		defer f.Close()
+		if b.objects, err = store.ReadManifest(f); err != nil {
+			return nil, fmt.Errorf("--manifest %s: %w", path, err)
+		}
+		return b, nil
+	}
+
 	// The listing at start retries briefly: a wrong endpoint or bucket
 	// should fail in seconds, not after the read path's whole budget.
 	startup := store.WithRetry(b.meter, store.RetryPolicy{Attempts: 3, BaseDelay: 200 * time.Millisecond, MaxDelay: time.Second}, log)
@@ -60,6 +73,16 @@ func openSource(ctx context.Context, c *cli.Context, arg string, log *slog.Logge
 		return nil, describeSourceError(c, src, err)
 	}
 	return b, nil
+}
+
+// manifestPath is --manifest where the command has it.
+func manifestPath(c *cli.Context) string {
+	for _, f := range c.Command.Flags {
+		if f.Names()[0] == "manifest" {
+			return c.String("manifest")
+		}
+	}
+	return ""
 }
 
 // describeSourceError turns a backend failure into the line a user reads.

@@ -1,6 +1,7 @@
 package cache
 
 import (
+	"errors"
 	"strings"
 	"testing"
 )
@@ -60,12 +61,8 @@ func TestFlippedBytesAreNeverServed(t *testing.T) {
 func TestDamagedHeaderDropsItsBlock(t *testing.T) {
 	dir := t.TempDir()
 	cfg := ringConfig(dir, 8)
-	c := openCache(t, cfg)
 	o := newTestObject("h.tar", 2*testBlock)
-	o.putAll(c, 2)
-	n := slotOf(t, c, o, 0)
-	geo := c.ring.geo
-	c.Close()
+	n, geo := storedSlot(t, cfg, o, 0)
 
 	patchFile(t, ringPath(dir), geo.headerOffset(n)+60, []byte("garbage"))
 	rep, err := VerifyDir(dir)
@@ -75,7 +72,28 @@ func TestDamagedHeaderDropsItsBlock(t *testing.T) {
 	if len(rep.Bad) != 1 || rep.Bad[0].Slot != n || !strings.Contains(rep.Bad[0].Reason, "header") {
 		t.Fatalf("VerifyDir = %+v, want slot %d reported for its header", rep, n)
 	}
-	c = openCache(t, cfg)
+	c := openCache(t, cfg)
 	mustMiss(t, c, o, 0, testBlock)
 	mustRead(t, c, o, testBlock, testBlock)
+}
+
+func TestLeaseChecksSlotsLoadedFromDisk(t *testing.T) {
+	dir := t.TempDir()
+	cfg := ringConfig(dir, 8)
+	o := newTestObject("gds.tar", 3*testBlock)
+	n, geo := storedSlot(t, cfg, o, 1)
+
+	patchFile(t, ringPath(dir), geo.dataOffset(n)+5, []byte{o.data[testBlock+5] ^ 0x55})
+	c := openCache(t, cfg)
+	if _, err := c.Lease(o.obj, 0, o.obj.Size); !errors.Is(err, ErrNotCached) {
+		t.Fatalf("Lease over a corrupt slot = %v, want ErrNotCached", err)
+	}
+	if st := c.Stats(); st.ChecksumFailures != 1 || st.Leases != 0 {
+		t.Fatalf("after the refused lease: %+v", st)
+	}
+	l, err := c.Lease(o.obj, 2*testBlock, testBlock)
+	if err != nil {
+		t.Fatalf("Lease of an intact block: %v", err)
+	}
+	l.Release()
 }

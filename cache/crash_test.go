@@ -84,16 +84,13 @@ func TestSurvivesKill9(t *testing.T) {
 func TestTornSlotIsIgnored(t *testing.T) {
 	dir := t.TempDir()
 	cfg := ringConfig(dir, 16)
-	c := openCache(t, cfg)
 	o := newTestObject("torn.tar", 3*testBlock)
-	o.putAll(c, 3)
-	torn := slotOf(t, c, o, 1)
-	c.Close()
+	torn, geo := storedSlot(t, cfg, o, 1)
 
 	half := newTestObject("other.tar", testBlock/2)
-	patchFile(t, ringPath(dir), c.ring.geo.dataOffset(torn), half.data)
+	patchFile(t, ringPath(dir), geo.dataOffset(torn), half.data)
 
-	c = openCache(t, cfg)
+	c := openCache(t, cfg)
 	mustRead(t, c, o, 0, testBlock)
 	mustRead(t, c, o, 2*testBlock, testBlock)
 	mustMiss(t, c, o, testBlock, testBlock)

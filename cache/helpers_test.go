@@ -135,6 +135,19 @@ func slotOf(t *testing.T, c *Cache, o testObject, index int64) int64 {
 	return n
 }
 
+// storedSlot puts o into a cache opened with cfg, closes it, and returns
+// the slot that holds block index and the ring's geometry.
+func storedSlot(t *testing.T, cfg Config, o testObject, index int64) (int64, geometry) {
+	t.Helper()
+	c := openCache(t, cfg)
+	o.putAll(c, 4)
+	n := slotOf(t, c, o, index)
+	if err := c.Close(); err != nil {
+		t.Fatal(err)
+	}
+	return n, c.ring.geo
+}
+
 // patchFile writes p into the file at off, as a crash or a bad disk would.
 func patchFile(t *testing.T, path string, off int64, p []byte) {
 	t.Helper()

@@ -1,0 +1,51 @@
+package cache
+
+import (
+	"strings"
+	"testing"
+)
+
+func TestHeaderRoundTrip(t *testing.T) {
+	h := slotHeader{Generation: 7, Index: 3, Length: 1234, DataCRC: 0xdeadbeef,
+		Object: objectIDOf("s3://b/p", "k.tar"), Namespace: "s3://b/p", Key: "k.tar", ETag: `"e"`}
+	buf := alignedBuffer(headerSize)
+	if err := h.encode(buf); err != nil {
+		t.Fatal(err)
+	}
+	got, st := decodeHeader(buf, 4096)
+	if st != headerValid || got != h {
+		t.Fatalf("decode = %+v (%v), want %+v", got, st, h)
+	}
+	if _, st := decodeHeader(buf, 1000); st != headerDamaged {
+		t.Fatal("a length over the block size decoded as valid")
+	}
+	buf[100] ^= 1
+	if _, st := decodeHeader(buf, 4096); st != headerDamaged {
+		t.Fatal("a flipped bit decoded as valid")
+	}
+	long := h
+	long.Key = strings.Repeat("k", headerSize)
+	if err := long.encode(buf); err == nil {
+		t.Fatal("a key longer than a header encoded")
+	}
+}
+
+func FuzzDecodeHeader(f *testing.F) {
+	buf := make([]byte, headerSize)
+	slotHeader{Length: 10, Key: "a", ETag: "b"}.encode(buf)
+	f.Add(buf)
+	f.Add(make([]byte, headerSize))
+	f.Fuzz(func(t *testing.T, src []byte) {
+		h, st := decodeHeader(src, 1<<20)
+		if st != headerValid {
+			return
+		}
+		again := make([]byte, headerSize)
+		if err := h.encode(again); err != nil {
+			t.Fatalf("a decoded header does not encode: %v", err)
+		}
+		if h2, st2 := decodeHeader(again, 1<<20); st2 != headerValid || h2 != h {
+			t.Fatalf("re-decode = %+v, want %+v", h2, h)
+		}
+	})
+}

@@ -1,0 +1,78 @@
+package prefetch
+
+// shareLocked is the read-ahead st may hold: an equal slice of the budget
+// among the streams holding parts, counting st.
+func (s *Scheduler) shareLocked(st *Stream) int64 {
+	n := s.holding
+	if st.heldBytes == 0 {
+		n++
+	}
+	return s.cfg.Memory / int64(max(n, 1))
+}
+
+// affordLocked reports whether size more bytes fit in the budget now.
+func (s *Scheduler) affordLocked(size int64) bool { return s.inUse+size <= s.cfg.Memory }
+
+// affordSpecLocked is affordLocked for prefetch of objects nobody has open,
+// which may use at most half the budget so open streams keep the rest, and
+// never takes budget that a read is waiting for.
+func (s *Scheduler) affordSpecLocked(size int64) bool {
+	return s.waiting == 0 && s.affordLocked(size) && s.specInUse+size <= s.cfg.Memory/2
+}
+
+// evictOneLocked drops one part that no read is using, to make room for a
+// read by requester, and reports whether it found one. In order: the
+// furthest part of the stream holding the most, if that is over its share;
+// then the newest prefetch for an object not open; then the furthest part
+// of the stream holding the most, whatever it holds.
+func (s *Scheduler) evictOneLocked(requester *Stream) bool {
+	richest, furthest := s.richestLocked()
+	if furthest != nil && richest.heldBytes > s.shareLocked(requester) {
+		s.evictLocked(furthest)
+		return true
+	}
+	for i := len(s.spec) - 1; i >= 0; i-- {
+		if p := s.spec[i]; p.pins == 0 {
+			s.evictLocked(p)
+			return true
+		}
+	}
+	if furthest != nil {
+		s.evictLocked(furthest)
+		return true
+	}
+	return false
+}
+
+func (s *Scheduler) evictLocked(p *part) {
+	s.stats.Evicted++
+	s.removeLocked(p)
+}
+
+// richestLocked is the stream holding the most bytes among those holding a
+// part no read is using, and the furthest such part; nils when none.
+func (s *Scheduler) richestLocked() (*Stream, *part) {
+	var best *Stream
+	var bestPart *part
+	for st := range s.streams {
+		if best != nil && st.heldBytes <= best.heldBytes {
+			continue
+		}
+		if p := st.furthestUnpinned(); p != nil {
+			best, bestPart = st, p
+		}
+	}
+	return best, bestPart
+}
+
+// furthestUnpinned is the held part furthest into the object that no read
+// is using: the read-ahead needed last.
+func (st *Stream) furthestUnpinned() *part {
+	var best *part
+	for p := range st.held {
+		if p.pins == 0 && (best == nil || p.off > best.off) {
+			best = p
+		}
+	}
+	return best
+}

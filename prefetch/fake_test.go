@@ -1,0 +1,211 @@
+package prefetch
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"hash/fnv"
+	"io"
+	"sync"
+	"sync/atomic"
+	"testing"
+
+	"github.com/shardfs/shardfs/store"
+)
+
+// patternByte is the content of every fake object: a function of the key
+// and offset, so a byte served from the wrong place or object shows.
+func patternByte(seed uint32, off int64) byte {
+	return byte(int64(seed) + off + 3*(off>>8) + 5*(off>>16) + 7*(off>>24))
+}
+
+func seedOf(key string) uint32 {
+	h := fnv.New32a()
+	h.Write([]byte(key))
+	return h.Sum32()
+}
+
+func fakeObject(key string, size int64) store.Object {
+	return store.Object{Key: key, Size: size, ETag: `"v1"`}
+}
+
+func fillPattern(p []byte, obj store.Object, off int64) {
+	seed := seedOf(obj.Key)
+	for i := range p {
+		p[i] = patternByte(seed, off+int64(i))
+	}
+}
+
+// wantBytes is what a read of obj at off into n bytes must return.
+func wantBytes(obj store.Object, off int64, n int) []byte {
+	b := make([]byte, max(min(off+int64(n), obj.Size)-off, 0))
+	fillPattern(b, obj, off)
+	return b
+}
+
+// fakeFetcher serves pattern objects of any size. It counts GETs and the
+// bytes asked for, tracks the most bytes in flight at once, and can hold
+// GETs until released or fail them.
+type fakeFetcher struct {
+	gets       atomic.Int64
+	askedBytes atomic.Int64 // sum of len(p) over GETs
+	cancelled  atomic.Int64 // GETs that returned because their ctx ended
+
+	// hold, when set, makes each GET take a token before answering, or
+	// give up when its ctx ends.
+	hold chan struct{}
+	// holdIf, when set, limits hold to the GETs it accepts.
+	holdIf func(obj store.Object, off int64) bool
+	// started, when set, receives the object key and offset of each GET.
+	started chan string
+	// fail, when set, may fail a GET.
+	fail func(obj store.Object, off int64) error
+
+	mu          sync.Mutex
+	inFlight    int64
+	maxInFlight int64
+	active      int
+	byKeyOff    map[string]int // GETs per "key@off"
+}
+
+func (f *fakeFetcher) ReadRange(ctx context.Context, obj store.Object, off int64, p []byte) (int, error) {
+	f.gets.Add(1)
+	f.askedBytes.Add(int64(len(p)))
+	f.mu.Lock()
+	f.inFlight += int64(len(p))
+	f.maxInFlight = max(f.maxInFlight, f.inFlight)
+	f.active++
+	if f.byKeyOff == nil {
+		f.byKeyOff = map[string]int{}
+	}
+	f.byKeyOff[fmt.Sprintf("%s@%d", obj.Key, off)]++
+	f.mu.Unlock()
+	defer func() {
+		f.mu.Lock()
+		f.inFlight -= int64(len(p))
+		f.active--
+		f.mu.Unlock()
+	}()
+
+	if f.started != nil {
+		f.started <- fmt.Sprintf("%s@%d", obj.Key, off)
+	}
+	if f.hold != nil && (f.holdIf == nil || f.holdIf(obj, off)) {
+		select {
+		case <-f.hold:
+		case <-ctx.Done():
+			f.cancelled.Add(1)
+			return 0, ctx.Err()
+		}
+	}
+	if err := ctx.Err(); err != nil {
+		f.cancelled.Add(1)
+		return 0, err
+	}
+	if f.fail != nil {
+		if err := f.fail(obj, off); err != nil {
+			return 0, err
+		}
+	}
+	if off < 0 || off > obj.Size {
+		return 0, store.ErrInvalidRange
+	}
+	n := int(max(min(int64(len(p)), obj.Size-off), 0))
+	fillPattern(p[:n], obj, off)
+	if n < len(p) {
+		return n, io.EOF
+	}
+	return n, nil
+}
+
+func (f *fakeFetcher) getsAt(key string, off int64) int {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return f.byKeyOff[fmt.Sprintf("%s@%d", key, off)]
+}
+
+func (f *fakeFetcher) peak() int64 {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return f.maxInFlight
+}
+
+func (f *fakeFetcher) running() int {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return f.active
+}
+
+// recordingSink checks the Sink contract on every range it receives and
+// remembers which blocks it got.
+type recordingSink struct {
+	t         *testing.T
+	blockSize int64
+
+	mu     sync.Mutex
+	blocks map[string]map[int64]bool // key → block offsets received
+	bytes  int64
+}
+
+func newRecordingSink(t *testing.T, blockSize int64) *recordingSink {
+	return &recordingSink{t: t, blockSize: blockSize, blocks: map[string]map[int64]bool{}}
+}
+
+func (r *recordingSink) PutRange(obj store.Object, off int64, data []byte) {
+	if off%r.blockSize != 0 {
+		r.t.Errorf("sink got %s at %d, not a multiple of the block size %d", obj.Key, off, r.blockSize)
+	}
+	if int64(len(data))%r.blockSize != 0 && off+int64(len(data)) != obj.Size {
+		r.t.Errorf("sink got %d bytes of %s at %d: not whole blocks and not the end", len(data), obj.Key, off)
+	}
+	if !bytes.Equal(data, wantBytes(obj, off, len(data))) {
+		r.t.Errorf("sink got wrong bytes for %s at %d", obj.Key, off)
+	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.blocks[obj.Key] == nil {
+		r.blocks[obj.Key] = map[int64]bool{}
+	}
+	for b := off; b < off+int64(len(data)); b += r.blockSize {
+		r.blocks[obj.Key][b] = true
+	}
+	r.bytes += int64(len(data))
+}
+
+func (r *recordingSink) has(key string, off int64) bool {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.blocks[key][off]
+}
+
+// readAll reads obj through st in chunks of n bytes and fails the test on
+// any wrong byte or error.
+func readAll(ctx context.Context, t *testing.T, st *Stream, obj store.Object, n int) {
+	t.Helper()
+	buf := make([]byte, n)
+	for off := int64(0); off < obj.Size; off += int64(n) {
+		if err := readCheck(ctx, st, obj, buf, off); err != nil {
+			t.Error(err)
+			return
+		}
+	}
+}
+
+// readCheck reads len(buf) bytes at off and compares them with the object.
+func readCheck(ctx context.Context, st *Stream, obj store.Object, buf []byte, off int64) error {
+	got, err := st.ReadAt(ctx, buf, off)
+	want := wantBytes(obj, off, len(buf))
+	if got != len(want) {
+		return fmt.Errorf("read %s at %d: %d bytes, want %d (err %v)", obj.Key, off, got, len(want), err)
+	}
+	if len(want) < len(buf) && err != io.EOF {
+		return fmt.Errorf("read %s at %d: short read with err %v, want io.EOF", obj.Key, off, err)
+	}
+	if len(want) == len(buf) && err != nil {
+		return fmt.Errorf("read %s at %d: %w", obj.Key, off, err)
+	}
+	if !bytes.Equal(buf[:got], want) {
+		return fmt.Errorf("read %s at %d: wrong bytes", obj.Key, off)
+	}
+	return nil
+}

@@ -1,0 +1,111 @@
+package prefetch
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+)
+
+// enqueueLocked starts p's GET, or queues it when Concurrency GETs run.
+func (s *Scheduler) enqueueLocked(p *part) {
+	if s.running < s.cfg.Concurrency {
+		s.startLocked(p)
+		return
+	}
+	s.queue[queueOf(p)] = append(s.queue[queueOf(p)], p)
+}
+
+func queueOf(p *part) int {
+	if p.urgent {
+		return 0
+	}
+	return 1
+}
+
+// urgeLocked moves a queued part to the front line: a read now waits on it.
+func (s *Scheduler) urgeLocked(p *part) {
+	if p.urgent || p.started || p.finished {
+		return
+	}
+	p.urgent = true
+	s.queue[0] = append(s.queue[0], p) // its read-ahead entry is skipped once started
+}
+
+// startNextLocked fills free GET slots from the queues, urgent first.
+func (s *Scheduler) startNextLocked() {
+	for q := range s.queue {
+		for s.running < s.cfg.Concurrency && len(s.queue[q]) > 0 {
+			p := s.queue[q][0]
+			s.queue[q][0] = nil
+			s.queue[q] = s.queue[q][1:]
+			if !p.started && !p.finished {
+				s.startLocked(p)
+			}
+		}
+	}
+}
+
+func (s *Scheduler) startLocked(p *part) {
+	s.running++
+	p.started = true
+	p.buf = s.pool.get(p.size)
+	ctx, cancel := context.WithCancel(s.ctx)
+	p.cancel = cancel
+	s.wg.Add(1)
+	go s.get(ctx, p)
+}
+
+// get runs one part's GET, publishes the result to waiting reads, then
+// hands the bytes to the Sink.
+func (s *Scheduler) get(ctx context.Context, p *part) {
+	defer s.wg.Done()
+	defer p.cancel()
+	want := p.end - p.off
+	n, err := s.fetch.ReadRange(ctx, p.o.obj, p.off, p.buf[:want])
+	switch {
+	case errors.Is(err, io.EOF) && int64(n) == want:
+		err = nil
+	case err == nil && int64(n) < want, errors.Is(err, io.EOF):
+		err = io.ErrUnexpectedEOF
+	}
+	if err != nil {
+		err = fmt.Errorf("prefetch %s: %w", p, err)
+	}
+
+	s.mu.Lock()
+	s.running--
+	s.stats.Gets++
+	s.stats.FetchedBytes += int64(n)
+	if err != nil && s.closed {
+		err = fmt.Errorf("prefetch %s: %w", p, ErrClosed)
+	}
+	p.err = err
+	p.finished = true
+	close(p.done)
+	s.startNextLocked()
+	if err != nil {
+		if !p.removed {
+			s.stats.Errors++
+			s.log.Warn("prefetch: fetch failed", "key", p.o.obj.Key, "off", p.off, "end", p.end, "err", err)
+			s.removeLocked(p) // a failed part is forgotten, so the next read retries
+		}
+		s.freeLocked(p)
+		s.mu.Unlock()
+		return
+	}
+	if s.sink == nil {
+		s.releaseIfUnusedLocked(p)
+		s.mu.Unlock()
+		return
+	}
+	p.pins++
+	s.mu.Unlock()
+
+	s.sink.PutRange(p.o.obj, p.off, p.buf[:want])
+
+	s.mu.Lock()
+	p.pins--
+	s.releaseIfUnusedLocked(p)
+	s.mu.Unlock()
+}

@@ -1,0 +1,224 @@
+package prefetch
+
+import (
+	"context"
+	"fmt"
+
+	"github.com/shardfs/shardfs/store"
+)
+
+// objectID names one version of an object: parts of two versions never mix.
+type objectID struct{ key, etag string }
+
+// object is the registry of one object version's parts, present while it
+// has parts or open streams.
+type object struct {
+	obj     store.Object
+	parts   map[int64]*part // block index → the part covering that block
+	streams int
+}
+
+// specKind says why a part was fetched for an object nobody has open.
+type specKind uint8
+
+const (
+	specNone specKind = iota
+	specNext          // the previous object in listing order was being streamed
+	specHint          // a loader hinted the object
+)
+
+// part is one ranged GET: a run of whole blocks (the last may be short at
+// the end of the object), never crossing a PartSize boundary.
+type part struct {
+	o        *object
+	off, end int64
+	size     int64 // budget charged: end-off rounded up to a block
+	urgent   bool  // a read is waiting for it: first in line for a GET slot
+	ahead    bool  // fetched before any read needed it
+	spec     specKind
+
+	buf    []byte
+	done   chan struct{} // closed when err and buf are final
+	err    error
+	cancel context.CancelFunc
+
+	started, finished, removed, freed bool
+	dying                             bool // removed while its GET ran: charged to Scheduler.dying
+
+	pins    int               // reads waiting on or copying from buf, and the Sink call
+	holders map[*Stream]int64 // streams that want it → bytes each has read from it
+}
+
+func (p *part) String() string {
+	return fmt.Sprintf("%s [%d, %d)", p.o.obj.Key, p.off, p.end)
+}
+
+// unused reports whether nothing keeps p: no stream, no read, no prefetch.
+func (p *part) unused() bool {
+	return len(p.holders) == 0 && p.pins == 0 && p.spec == specNone
+}
+
+func (s *Scheduler) objectLocked(obj store.Object) *object {
+	id := objectID{obj.Key, obj.ETag}
+	o := s.objects[id]
+	if o == nil {
+		o = &object{obj: obj, parts: map[int64]*part{}}
+		s.objects[id] = o
+	}
+	return o
+}
+
+// tidyLocked forgets o once nothing refers to it.
+func (s *Scheduler) tidyLocked(o *object) {
+	if o.streams == 0 && len(o.parts) == 0 {
+		delete(s.objects, objectID{o.obj.Key, o.obj.ETag})
+	}
+}
+
+func (s *Scheduler) partAt(o *object, off int64) *part { return o.parts[off/s.cfg.BlockSize] }
+
+// gapLocked returns the run of blocks from start (block-aligned) with no part,
+// up to limit, stopping at the next part or PartSize boundary.
+func (s *Scheduler) gapLocked(o *object, start, limit int64) Range {
+	bs := s.cfg.BlockSize
+	limit = min(limit, (start/s.cfg.PartSize+1)*s.cfg.PartSize, o.obj.Size)
+	end := start
+	for end < limit && o.parts[end/bs] == nil {
+		end += bs
+	}
+	return Range{start, min(end, o.obj.Size)}
+}
+
+// chargeOf is the budget a part over r costs: whole blocks.
+func (s *Scheduler) chargeOf(r Range) int64 { return ceilTo(r.Len(), s.cfg.BlockSize) }
+
+// newPartLocked registers a part over r, which must be a gap, charges the
+// budget, and queues its GET. The caller has checked the budget.
+func (s *Scheduler) newPartLocked(o *object, r Range, urgent, ahead bool) *part {
+	p := &part{
+		o: o, off: r.Start, end: r.End, size: s.chargeOf(r),
+		urgent: urgent, ahead: ahead,
+		done: make(chan struct{}), holders: map[*Stream]int64{},
+	}
+	for b := r.Start / s.cfg.BlockSize; b*s.cfg.BlockSize < r.End; b++ {
+		o.parts[b] = p
+	}
+	s.live[p] = struct{}{}
+	s.inUse += p.size
+	s.pool.trim(s.cfg.Memory - s.inUse)
+	s.stats.PeakInUseBytes = max(s.stats.PeakInUseBytes, s.inUse)
+	s.enqueueLocked(p)
+	return p
+}
+
+// removeLocked takes p out of the registry and away from everything that
+// holds it; its GET is cancelled if still running, and its budget is
+// released once no GET or read uses its buffer.
+func (s *Scheduler) removeLocked(p *part) {
+	if p.removed {
+		return
+	}
+	p.removed = true
+	for b := p.off / s.cfg.BlockSize; b*s.cfg.BlockSize < p.end; b++ {
+		if p.o.parts[b] == p {
+			delete(p.o.parts, b)
+		}
+	}
+	for st := range p.holders {
+		delete(st.held, p)
+		s.addHeldLocked(st, -p.size)
+	}
+	clear(p.holders)
+	s.unspecLocked(p)
+	switch {
+	case !p.started && !p.finished:
+		p.err = ErrClosed
+		p.finished = true
+		close(p.done)
+		s.stats.Cancelled++
+	case !p.finished:
+		p.cancel()
+		p.dying = true
+		s.dying += p.size
+		s.stats.Cancelled++
+	}
+	s.freeLocked(p)
+	s.tidyLocked(p.o)
+}
+
+// freeLocked releases p's buffer and budget once it is removed and neither
+// its GET nor any read uses the buffer.
+func (s *Scheduler) freeLocked(p *part) {
+	if !p.removed || !p.finished || p.pins > 0 || p.freed {
+		return
+	}
+	p.freed = true
+	if p.buf != nil {
+		s.pool.put(p.buf)
+		p.buf = nil
+	}
+	delete(s.live, p)
+	s.inUse -= p.size
+	if p.dying {
+		s.dying -= p.size
+	}
+	s.pool.trim(s.cfg.Memory - s.inUse)
+	s.notifyLocked()
+	s.pumpHintsLocked()
+}
+
+// releaseIfUnusedLocked removes p when nothing keeps it any more.
+func (s *Scheduler) releaseIfUnusedLocked(p *part) {
+	if !p.removed && p.unused() {
+		s.removeLocked(p)
+	}
+	s.freeLocked(p)
+}
+
+// holdLocked makes st a holder of p, adopting it if it was prefetched for
+// an object nobody had open.
+func (s *Scheduler) holdLocked(st *Stream, p *part) {
+	if _, ok := p.holders[st]; ok {
+		return
+	}
+	p.holders[st] = 0
+	st.held[p] = struct{}{}
+	s.addHeldLocked(st, p.size)
+	s.unspecLocked(p)
+}
+
+// dropLocked ends st's interest in p.
+func (s *Scheduler) dropLocked(st *Stream, p *part) {
+	if _, ok := p.holders[st]; !ok {
+		return
+	}
+	delete(p.holders, st)
+	delete(st.held, p)
+	s.addHeldLocked(st, -p.size)
+	s.releaseIfUnusedLocked(p)
+}
+
+func (s *Scheduler) addHeldLocked(st *Stream, delta int64) {
+	before := st.heldBytes
+	st.heldBytes += delta
+	switch {
+	case before == 0 && st.heldBytes > 0:
+		s.holding++
+	case before > 0 && st.heldBytes == 0:
+		s.holding--
+	}
+}
+
+func (s *Scheduler) unspecLocked(p *part) {
+	if p.spec == specNone {
+		return
+	}
+	p.spec = specNone
+	s.specInUse -= p.size
+	for i, q := range s.spec {
+		if q == p {
+			s.spec = append(s.spec[:i], s.spec[i+1:]...)
+			break
+		}
+	}
+}

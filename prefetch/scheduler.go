@@ -1,0 +1,155 @@
+package prefetch
+
+import (
+	"context"
+	"errors"
+	"log/slog"
+	"sync"
+
+	"github.com/shardfs/shardfs/store"
+)
+
+// Fetcher reads bytes of one object version. store.Store satisfies it; the
+// semantics are those of store.Store.ReadRange.
+type Fetcher interface {
+	ReadRange(ctx context.Context, obj store.Object, off int64, p []byte) (int, error)
+}
+
+// Sink receives every fetched range (the cache). off is a multiple of
+// Config.BlockSize; len(data) is a multiple of BlockSize except for the last
+// block of an object. The Sink must copy what it keeps: data is reused once
+// PutRange returns. It is called from the goroutine that ran the GET.
+type Sink interface {
+	PutRange(obj store.Object, off int64, data []byte)
+}
+
+// ErrClosed is returned by reads on a closed Stream or Scheduler.
+var ErrClosed = errors.New("prefetch: closed")
+
+// maxQueuedHints bounds the hint schedule; hints past it are dropped.
+const maxQueuedHints = 4096
+
+// Scheduler runs the GETs of every Stream within one memory budget. All of
+// its state is guarded by mu; GETs and Sink calls run outside it.
+type Scheduler struct {
+	cfg    Config
+	fetch  Fetcher
+	sink   Sink
+	log    *slog.Logger
+	ctx    context.Context // cancelled by Close; parent of every GET
+	cancel context.CancelFunc
+	wg     sync.WaitGroup // running GETs
+
+	mu         sync.Mutex
+	closed     bool
+	objects    map[objectID]*object
+	streams    map[*Stream]struct{}
+	live       map[*part]struct{} // every part whose budget is not yet released
+	holding    int                // streams holding at least one part
+	order      []store.Object
+	orderIndex map[string]int // key → index in order
+	hints      []store.Object // hinted objects not yet prefetched, in order
+	spec       []*part        // parts prefetched for objects not yet open, oldest first
+	inUse      int64          // budget charged to live parts
+	specInUse  int64          // of inUse, charged to spec parts
+	dying      int64          // of inUse, parts removed whose GET has yet to return
+	waiting    int            // reads waiting for budget: read-ahead and prefetch yield to them
+	released   chan struct{}  // closed and replaced whenever budget is released
+	running    int            // GETs in progress
+	queue      [2][]*part     // parts waiting for a GET slot: urgent, then read-ahead
+	pool       bufPool
+	stats      Stats
+
+	// Test seams, run when a read starts to wait: for budget (under mu),
+	// and for a part still on the network.
+	onBudgetWait, onPartWait func()
+}
+
+// NewScheduler starts a scheduler. cfg gets its defaults and must then be
+// valid (check with Validate first); a nil log discards.
+func NewScheduler(cfg Config, f Fetcher, sink Sink, log *slog.Logger) *Scheduler {
+	cfg = cfg.WithDefaults()
+	if err := cfg.Validate(); err != nil {
+		panic("prefetch: " + err.Error())
+	}
+	if log == nil {
+		log = slog.New(slog.DiscardHandler)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	return &Scheduler{
+		cfg: cfg, fetch: f, sink: sink, log: log, ctx: ctx, cancel: cancel,
+		objects:  map[objectID]*object{},
+		streams:  map[*Stream]struct{}{},
+		live:     map[*part]struct{}{},
+		released: make(chan struct{}),
+	}
+}
+
+// Config returns the configuration in effect, defaults filled.
+func (s *Scheduler) Config() Config { return s.cfg }
+
+// Close cancels every GET, fails every waiting read with ErrClosed, and
+// returns once no goroutine of the scheduler is left.
+func (s *Scheduler) Close() {
+	s.mu.Lock()
+	if !s.closed {
+		s.closed = true
+		s.cancel()
+		for p := range s.live {
+			if !p.removed {
+				s.removeLocked(p)
+			}
+		}
+		s.hints = nil
+		s.notifyLocked()
+	}
+	s.mu.Unlock()
+	s.wg.Wait()
+}
+
+// SetOrder gives the listing order, in which a stream nearing the end of
+// one object prefetches the start of the next ones.
+func (s *Scheduler) SetOrder(objs []store.Object) {
+	index := make(map[string]int, len(objs))
+	for i, o := range objs {
+		index[o.Key] = i
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.order = append([]store.Object(nil), objs...)
+	s.orderIndex = index
+}
+
+// Hint queues the loader's schedule: the start of each object is
+// prefetched, in order, as the budget allows. Objects already open or
+// already prefetched are skipped.
+func (s *Scheduler) Hint(objs ...store.Object) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.closed {
+		return
+	}
+	room := maxQueuedHints - len(s.hints)
+	if len(objs) > room {
+		s.log.Debug("prefetch: hint schedule full, dropping the rest", "dropped", len(objs)-room)
+		objs = objs[:max(room, 0)]
+	}
+	s.hints = append(s.hints, objs...)
+	s.pumpHintsLocked()
+}
+
+// Stats returns a snapshot of the counters.
+func (s *Scheduler) Stats() Stats {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	st := s.stats
+	st.InUseBytes = s.inUse
+	st.Streams = int64(len(s.streams))
+	return st
+}
+
+// notifyLocked wakes every read waiting for budget.
+func (s *Scheduler) notifyLocked() {
+	close(s.released)
+	s.released = make(chan struct{})
+}

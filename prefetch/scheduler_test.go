@@ -1,0 +1,462 @@
+package prefetch
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"math/rand/v2"
+	"runtime"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/shardfs/shardfs/store"
+	"github.com/shardfs/shardfs/store/storetest"
+)
+
+// smallConfig scales the defaults down so tests move many parts quickly.
+func smallConfig() Config {
+	return Config{
+		BlockSize: 4 << 10, PartSize: 16 << 10, MaxPrefetch: 64 << 10,
+		Memory: 256 << 10, Concurrency: 8, ReorderWindow: 32 << 10,
+	}.WithDefaults()
+}
+
+// testContext bounds a test's reads so a hang fails rather than stalls.
+func testContext(t *testing.T) context.Context {
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	t.Cleanup(cancel)
+	return ctx
+}
+
+// newTestScheduler starts a scheduler that the test closes, and checks on
+// cleanup that no GET outlives Close.
+func newTestScheduler(t *testing.T, cfg Config, f Fetcher, sink Sink) *Scheduler {
+	s := NewScheduler(cfg, f, sink, nil)
+	t.Cleanup(func() {
+		s.Close()
+		if ff, ok := f.(*fakeFetcher); ok && ff.running() != 0 {
+			t.Errorf("%d GETs still running after Close", ff.running())
+		}
+	})
+	return s
+}
+
+func TestSequentialReadServesEveryByteAndFetchesEachOnce(t *testing.T) {
+	ctx := testContext(t)
+	cfg := smallConfig()
+	mem := storetest.NewMem()
+	data := make([]byte, 300<<10+123)
+	rng := rand.New(rand.NewPCG(5, 6))
+	for i := range data {
+		data[i] = byte(rng.Uint32())
+	}
+	mem.Put("shard-0.tar", data)
+	obj, err := mem.Stat(ctx, "shard-0.tar")
+	if err != nil {
+		t.Fatal(err)
+	}
+	sink := newRecordingSinkFor(t, cfg.BlockSize, data)
+	s := newTestScheduler(t, cfg, mem, sink)
+	st := s.Open(obj)
+	defer st.Close()
+
+	got := make([]byte, 0, len(data))
+	buf := make([]byte, 10000)
+	for off := int64(0); ; {
+		n, err := st.ReadAt(ctx, buf, off)
+		got = append(got, buf[:n]...)
+		off += int64(n)
+		if err == io.EOF {
+			break
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	if string(got) != string(data) {
+		t.Fatal("sequential read returned wrong bytes")
+	}
+	if n := mem.ReadBytes.Load(); n != int64(len(data)) {
+		t.Errorf("fetched %d bytes from the store for a %d-byte object", n, len(data))
+	}
+	stats := s.Stats()
+	if stats.PrefetchedServedBytes < int64(len(data))/2 {
+		t.Errorf("only %d of %d bytes came from read-ahead", stats.PrefetchedServedBytes, len(data))
+	}
+	if sink.total() != int64(len(data)) {
+		t.Errorf("sink received %d bytes, want %d", sink.total(), len(data))
+	}
+}
+
+// newRecordingSinkFor is a recordingSink for one Mem object's bytes.
+func newRecordingSinkFor(t *testing.T, blockSize int64, data []byte) *memSink {
+	return &memSink{t: t, blockSize: blockSize, data: data}
+}
+
+type memSink struct {
+	t         *testing.T
+	blockSize int64
+	data      []byte
+	mu        sync.Mutex
+	n         int64
+}
+
+func (m *memSink) PutRange(obj store.Object, off int64, data []byte) {
+	if off%m.blockSize != 0 || (int64(len(data))%m.blockSize != 0 && off+int64(len(data)) != obj.Size) {
+		m.t.Errorf("sink got unaligned range %d+%d", off, len(data))
+	}
+	if string(data) != string(m.data[off:off+int64(len(data))]) {
+		m.t.Errorf("sink got wrong bytes at %d", off)
+	}
+	m.mu.Lock()
+	m.n += int64(len(data))
+	m.mu.Unlock()
+}
+
+func (m *memSink) total() int64 {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return m.n
+}
+
+func TestRandomSmallReadsFetchAtMostTwoBlocksEach(t *testing.T) {
+	ctx := testContext(t)
+	cfg := Config{}.WithDefaults() // 1 MiB blocks, 8 MiB parts
+	f := &fakeFetcher{}
+	s := newTestScheduler(t, cfg, f, nil)
+	obj := fakeObject("big.tar", 1<<30)
+	st := s.Open(obj)
+	defer st.Close()
+	rng := rand.New(rand.NewPCG(7, 8))
+	const reads = 300
+	buf := make([]byte, 4096)
+	for range reads {
+		if err := readCheck(ctx, st, obj, buf, rng.Int64N(obj.Size-4096)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if asked, limit := f.askedBytes.Load(), int64(reads)*2*cfg.BlockSize; asked > limit {
+		t.Fatalf("%d random 4 KiB reads asked the store for %d bytes, more than 2 blocks each (%d)", reads, asked, limit)
+	}
+}
+
+func TestInterleavedSequentialAndRandomReadersOnOneObject(t *testing.T) {
+	ctx := testContext(t)
+	cfg := smallConfig()
+	f := &fakeFetcher{}
+	sink := newRecordingSink(t, cfg.BlockSize)
+	s := newTestScheduler(t, cfg, f, sink)
+	obj := fakeObject("mixed.tar", 1<<20+777)
+	var wg sync.WaitGroup
+	for i := range 4 {
+		wg.Go(func() {
+			st := s.Open(obj)
+			defer st.Close()
+			readAll(ctx, t, st, obj, 3000+i*1000)
+		})
+		wg.Go(func() {
+			st := s.Open(obj)
+			defer st.Close()
+			rng := rand.New(rand.NewPCG(uint64(i), 9))
+			buf := make([]byte, 5000)
+			for range 200 {
+				if err := readCheck(ctx, st, obj, buf, rng.Int64N(obj.Size)); err != nil {
+					t.Error(err)
+					return
+				}
+			}
+		})
+	}
+	wg.Wait()
+}
+
+// TestManyStreamsOverFewObjects runs 64 concurrent handles over 16 objects
+// with a budget far smaller than what they would read ahead: every byte
+// must be right, the budget never exceeded, and nothing left held.
+func TestManyStreamsOverFewObjects(t *testing.T) {
+	ctx := testContext(t)
+	cfg := smallConfig()
+	cfg.Memory = 128 << 10
+	f := &fakeFetcher{}
+	sink := newRecordingSink(t, cfg.BlockSize)
+	s := newTestScheduler(t, cfg, f, sink)
+	objs := make([]store.Object, 16)
+	for i := range objs {
+		objs[i] = fakeObject(fmt.Sprintf("shard-%02d.tar", i), int64(100<<10+i*4099))
+	}
+	s.SetOrder(objs)
+	var wg sync.WaitGroup
+	for i := range 64 {
+		obj := objs[i%len(objs)]
+		wg.Go(func() {
+			st := s.Open(obj)
+			defer st.Close()
+			if i%4 == 3 {
+				rng := rand.New(rand.NewPCG(uint64(i), 10))
+				buf := make([]byte, 4096)
+				for range 50 {
+					if err := readCheck(ctx, st, obj, buf, rng.Int64N(obj.Size)); err != nil {
+						t.Error(err)
+						return
+					}
+				}
+				return
+			}
+			readAll(ctx, t, st, obj, 1000+i*100)
+		})
+	}
+	wg.Wait()
+	stats := s.Stats()
+	if stats.PeakInUseBytes > cfg.Memory || f.peak() > cfg.Memory {
+		t.Errorf("budget %d exceeded: peak charged %d, peak in flight at the store %d", cfg.Memory, stats.PeakInUseBytes, f.peak())
+	}
+	if stats.Errors != 0 {
+		t.Errorf("%d GETs failed", stats.Errors)
+	}
+	if stats.Streams != 0 {
+		t.Errorf("%d streams still open", stats.Streams)
+	}
+}
+
+// TestBudgetFullMeansWaitNotError: with a budget of one part and that part
+// held by a GET that has not answered, a second reader waits; when the GET
+// answers both reads succeed.
+func TestBudgetFullMeansWaitNotError(t *testing.T) {
+	ctx := testContext(t)
+	cfg := smallConfig()
+	cfg.Memory = cfg.PartSize
+	f := &fakeFetcher{hold: make(chan struct{}), started: make(chan string, 100)}
+	s := newTestScheduler(t, cfg, f, nil)
+	waiting := make(chan struct{}, 10)
+	s.onBudgetWait = func() { waiting <- struct{}{} }
+	a, b := fakeObject("a", 1<<20), fakeObject("b", 1<<20)
+	sa, sb := s.Open(a), s.Open(b)
+	defer sa.Close()
+	defer sb.Close()
+
+	errs := make(chan error, 2)
+	go func() { errs <- readCheck(ctx, sa, a, make([]byte, cfg.PartSize), 0) }()
+	<-f.started // a's part holds the whole budget and has not answered
+	go func() { errs <- readCheck(ctx, sb, b, make([]byte, cfg.BlockSize), 0) }()
+	<-waiting // b waits for budget instead of failing
+	close(f.hold)
+	for range 2 {
+		if err := <-errs; err != nil {
+			t.Fatal(err)
+		}
+	}
+	if stats := s.Stats(); stats.BudgetWaits == 0 || stats.PeakInUseBytes > cfg.Memory {
+		t.Fatalf("budget waits %d, peak %d of %d", stats.BudgetWaits, stats.PeakInUseBytes, cfg.Memory)
+	}
+}
+
+// TestTinyBudgetManyReaders: a budget of one part shared by 16 readers of
+// whole objects: everything is read correctly, nothing fails.
+func TestTinyBudgetManyReaders(t *testing.T) {
+	ctx := testContext(t)
+	cfg := smallConfig()
+	cfg.Memory = cfg.PartSize
+	f := &fakeFetcher{}
+	s := newTestScheduler(t, cfg, f, nil)
+	var wg sync.WaitGroup
+	for i := range 16 {
+		obj := fakeObject(fmt.Sprintf("o%d", i), 200<<10+int64(i))
+		wg.Go(func() {
+			st := s.Open(obj)
+			defer st.Close()
+			readAll(ctx, t, st, obj, 7000)
+		})
+	}
+	wg.Wait()
+	if peak := f.peak(); peak > cfg.Memory {
+		t.Fatalf("%d bytes in flight at once, budget %d", peak, cfg.Memory)
+	}
+}
+
+// TestTwoStreamsShareOneGET: two handles reading the same bytes share one
+// GET, and the first closing does not cancel what the second waits for.
+func TestTwoStreamsShareOneGET(t *testing.T) {
+	ctx := testContext(t)
+	f := &fakeFetcher{hold: make(chan struct{}), started: make(chan string, 100)}
+	s := newTestScheduler(t, smallConfig(), f, nil)
+	partWaits := make(chan struct{}, 10)
+	s.onPartWait = func() { partWaits <- struct{}{} }
+	obj := fakeObject("shared", 1<<20)
+	s1, s2 := s.Open(obj), s.Open(obj)
+	defer s2.Close()
+	errs := make(chan error, 2)
+	go func() { errs <- readCheck(ctx, s1, obj, make([]byte, 100), 0) }()
+	<-f.started
+	<-partWaits
+	go func() { errs <- readCheck(ctx, s2, obj, make([]byte, 100), 50) }()
+	<-partWaits // s2 waits on s1's GET
+	s1.Close()
+	close(f.hold)
+	for range 2 {
+		if err := <-errs; err != nil {
+			t.Fatal(err)
+		}
+	}
+	// One GET: the part survived s1's Close because s2 waited on it.
+	if n := f.getsAt("shared", 0); n != 1 {
+		t.Fatalf("%d GETs at offset 0 for two streams, want 1", n)
+	}
+}
+
+// waitFor polls a condition that no channel reports.
+func waitFor(t *testing.T, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(30 * time.Second)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatal("condition not reached")
+		}
+		runtime.Gosched()
+	}
+}
+
+func TestCloseCancelsFetchesAndStopsEverything(t *testing.T) {
+	ctx := testContext(t)
+	before := runtime.NumGoroutine()
+	cfg := smallConfig()
+	f := &fakeFetcher{hold: make(chan struct{}), started: make(chan string, 1000)}
+	s := NewScheduler(cfg, f, nil, nil)
+	errs := make(chan error, 8)
+	for i := range 8 {
+		obj := fakeObject(fmt.Sprintf("o%d", i), 1<<20)
+		st := s.Open(obj)
+		go func() {
+			_, err := st.ReadAt(ctx, make([]byte, 64<<10), 0)
+			errs <- err
+		}()
+	}
+	for range 8 {
+		<-f.started
+	}
+	s.Close()
+	for range 8 {
+		if err := <-errs; !errors.Is(err, ErrClosed) {
+			t.Fatalf("read during Close returned %v, want ErrClosed", err)
+		}
+	}
+	if f.running() != 0 {
+		t.Fatalf("%d GETs still running after Close", f.running())
+	}
+	if f.cancelled.Load() == 0 {
+		t.Fatal("no GET saw its context cancelled")
+	}
+	st := s.Open(fakeObject("late", 10))
+	if _, err := st.ReadAt(ctx, make([]byte, 1), 0); !errors.Is(err, ErrClosed) {
+		t.Fatalf("read after Close returned %v, want ErrClosed", err)
+	}
+	st.Close()
+	// The readers above exit once they return; allow them to finish.
+	waitFor(t, func() bool { return runtime.NumGoroutine() <= before })
+}
+
+func TestStreamCloseCancelsItsReadAheadAndFreesBudget(t *testing.T) {
+	ctx := testContext(t)
+	cfg := smallConfig()
+	cfg.Memory = 4 * cfg.PartSize
+	const answered = 64 << 10 // GETs of a past this never answer
+	f := &fakeFetcher{hold: make(chan struct{}), holdIf: func(o store.Object, off int64) bool {
+		return o.Key == "a" && off >= answered
+	}}
+	s := newTestScheduler(t, cfg, f, nil)
+	a := fakeObject("a", 4<<20)
+	sa := s.Open(a)
+	readAll(ctx, t, sa, fakeObject("a", answered), 4096)
+	if s.Stats().InUseBytes == 0 {
+		t.Fatal("no read-ahead in flight after a sequential run")
+	}
+	sa.Close()
+	if s.Stats().Cancelled == 0 {
+		t.Fatal("closing the stream cancelled none of its parts")
+	}
+	// The whole budget comes back once the cancelled GETs return: another
+	// stream can read the budget's worth at once.
+	b := fakeObject("b", 1<<20)
+	sb := s.Open(b)
+	defer sb.Close()
+	if err := readCheck(ctx, sb, b, make([]byte, cfg.Memory), 0); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func TestFetchErrorsSurfaceWrappedAndAreRetried(t *testing.T) {
+	ctx := testContext(t)
+	cfg := smallConfig()
+	mem := storetest.NewMem()
+	mem.Put("a", make([]byte, 100<<10))
+	obj, _ := mem.Stat(ctx, "a")
+	mem.Put("a", []byte("a different version"))
+	s := newTestScheduler(t, cfg, mem, nil)
+	st := s.Open(obj)
+	if _, err := st.ReadAt(ctx, make([]byte, 10), 0); !errors.Is(err, store.ErrChanged) {
+		t.Fatalf("read of a changed object: %v, want store.ErrChanged", err)
+	}
+	st.Close()
+
+	f := &fakeFetcher{}
+	flaky := errors.New("connection reset")
+	var failures sync.Map
+	f.fail = func(o store.Object, off int64) error {
+		if _, again := failures.LoadOrStore(off, true); !again {
+			return flaky
+		}
+		return nil
+	}
+	sink := newRecordingSink(t, cfg.BlockSize)
+	s2 := newTestScheduler(t, cfg, f, sink)
+	b := fakeObject("b", 50<<10)
+	sb := s2.Open(b)
+	defer sb.Close()
+	buf := make([]byte, 1000)
+	if _, err := sb.ReadAt(ctx, buf, 0); !errors.Is(err, flaky) {
+		t.Fatalf("first read: %v, want the fetch error", err)
+	}
+	if sink.has("b", 0) {
+		t.Fatal("a failed part reached the cache")
+	}
+	if err := readCheck(ctx, sb, b, buf, 0); err != nil {
+		t.Fatalf("retry: %v", err)
+	}
+	if s2.Stats().Errors == 0 {
+		t.Fatal("failed GET not counted")
+	}
+}
+
+func TestReadAtEdges(t *testing.T) {
+	ctx := testContext(t)
+	s := newTestScheduler(t, smallConfig(), &fakeFetcher{}, nil)
+	obj := fakeObject("edge", 10000)
+	st := s.Open(obj)
+	defer st.Close()
+	if n, err := st.ReadAt(ctx, make([]byte, 10), 10000); n != 0 || err != io.EOF {
+		t.Fatalf("read at the end: %d, %v; want 0, io.EOF", n, err)
+	}
+	if n, err := st.ReadAt(ctx, nil, 5); n != 0 || err != nil {
+		t.Fatalf("empty read: %d, %v", n, err)
+	}
+	if _, err := st.ReadAt(ctx, make([]byte, 1), -1); !errors.Is(err, store.ErrInvalidRange) {
+		t.Fatalf("negative offset: %v", err)
+	}
+	if err := readCheck(ctx, st, obj, make([]byte, 5000), 9000); err != nil {
+		t.Fatal(err)
+	}
+	st.Close()
+	if _, err := st.ReadAt(ctx, make([]byte, 1), 0); !errors.Is(err, ErrClosed) {
+		t.Fatalf("read on a closed stream: %v", err)
+	}
+	cancelled, cancel := context.WithCancel(ctx)
+	cancel()
+	f := &fakeFetcher{hold: make(chan struct{})}
+	s2 := newTestScheduler(t, smallConfig(), f, nil)
+	st2 := s2.Open(obj)
+	defer st2.Close()
+	if _, err := st2.ReadAt(cancelled, make([]byte, 1), 0); !errors.Is(err, context.Canceled) {
+		t.Fatalf("read with a cancelled context: %v", err)
+	}
+}

@@ -1,0 +1,24 @@
+package prefetch
+
+// Stats are the scheduler's counters, for /.shardfs/stats and metrics.
+// Byte and part counts are totals since NewScheduler except InUseBytes and
+// Streams, which are current.
+type Stats struct {
+	Gets                  int64 // ranged GETs finished, successful or not
+	FetchedBytes          int64 // bytes those GETs returned
+	ServedBytes           int64 // bytes returned by ReadAt
+	PrefetchedServedBytes int64 // of ServedBytes, bytes from parts fetched ahead of the read that needed them
+	Waits                 int64 // reads that waited for bytes still on the network
+	WaitNanos             int64 // total time those reads waited
+	BudgetWaits           int64 // times a read waited for memory budget (backpressure)
+	InUseBytes            int64 // budget held now by parts in flight or fetched and not yet consumed
+	PeakInUseBytes        int64 // the most InUseBytes has been
+	Streams               int64 // open streams
+	NextParts             int64 // parts prefetched from the next objects in listing order
+	NextFound             int64 // opens that found their first part prefetched as a next object
+	HintParts             int64 // parts prefetched because a loader hinted the object
+	HintFound             int64 // opens that found their first part prefetched from a hint
+	Cancelled             int64 // parts dropped before their GET finished
+	Evicted               int64 // parts dropped to make room for another read
+	Errors                int64 // GETs that failed
+}

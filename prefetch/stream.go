@@ -1,0 +1,258 @@
+package prefetch
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"time"
+
+	"github.com/shardfs/shardfs/store"
+)
+
+// Stream reads one object for one open handle, with read-ahead decided by
+// its Policy. Its methods are safe for concurrent use (the kernel sends a
+// handle's reads in parallel).
+type Stream struct {
+	s      *Scheduler
+	o      *object
+	obj    store.Object
+	policy *Policy // guarded by s.mu, like every field below
+
+	held      map[*part]struct{} // parts this stream keeps for reads to come
+	heldBytes int64
+	closed    bool
+}
+
+// Open starts a stream over obj. If the start of obj was prefetched
+// because the previous object was being streamed or a loader hinted it, the
+// stream starts sequential with a window as wide as what is already there.
+func (s *Scheduler) Open(obj store.Object) *Stream {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	st := &Stream{s: s, obj: obj, policy: NewPolicy(s.cfg, obj.Size), held: map[*part]struct{}{}}
+	if s.closed {
+		st.closed = true
+		return st
+	}
+	st.o = s.objectLocked(obj)
+	st.o.streams++
+	s.streams[st] = struct{}{}
+	if first := s.partAt(st.o, 0); first != nil && first.spec != specNone {
+		if first.spec == specNext {
+			s.stats.NextFound++
+		} else {
+			s.stats.HintFound++
+		}
+		st.policy.Prime(s.extentLocked(st.o))
+	}
+	return st
+}
+
+// extentLocked is how far from 0 the parts of o reach without a gap.
+func (s *Scheduler) extentLocked(o *object) int64 {
+	var end int64
+	for p := s.partAt(o, 0); p != nil && end < o.obj.Size; p = s.partAt(o, end) {
+		end = p.end
+	}
+	return end
+}
+
+// ReadAt reads len(p) bytes at off, as io.ReaderAt: n < len(p) only at the
+// end of the object, with io.EOF. It waits while the budget is full and
+// fails only when the fetch fails (the error wraps the Fetcher's, e.g.
+// store.ErrChanged), ctx ends, or the stream or scheduler is closed.
+func (st *Stream) ReadAt(ctx context.Context, p []byte, off int64) (int, error) {
+	s := st.s
+	if off < 0 {
+		return 0, fmt.Errorf("prefetch %s: offset %d: %w", st.obj.Key, off, store.ErrInvalidRange)
+	}
+	if len(p) == 0 {
+		return 0, nil
+	}
+	if off >= st.obj.Size {
+		return 0, io.EOF
+	}
+	end := min(off+int64(len(p)), st.obj.Size)
+
+	s.mu.Lock()
+	if st.closed || s.closed {
+		s.mu.Unlock()
+		return 0, fmt.Errorf("prefetch %s: %w", st.obj.Key, ErrClosed)
+	}
+	plan := st.policy.Read(off, end-off)
+	s.applyLocked(st, plan, true)
+	s.mu.Unlock()
+
+	for pos := off; pos < end; {
+		part, err := st.pin(ctx, pos, plan.Need.End)
+		if err != nil {
+			return int(pos - off), err
+		}
+		n, err := st.serve(ctx, part, p[pos-off:end-off], pos, plan.Sequential)
+		pos += int64(n)
+		if err != nil {
+			return int(pos - off), err
+		}
+	}
+	if int64(len(p)) > end-off {
+		return int(end - off), io.EOF
+	}
+	return len(p), nil
+}
+
+// Observe tells the stream about a read of n bytes at off that was served
+// elsewhere (the cache): the policy sees it, the window moves on, and
+// parts it consumed are released. It never waits.
+func (st *Stream) Observe(off, n int64) {
+	s := st.s
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if st.closed || s.closed || n <= 0 || off < 0 || off >= st.obj.Size {
+		return
+	}
+	plan := st.policy.Read(off, n)
+	s.applyLocked(st, plan, false)
+	end := min(off+n, st.obj.Size)
+	for pos := off; pos < end; {
+		p := s.partAt(st.o, pos)
+		if p == nil {
+			pos = (pos/s.cfg.BlockSize + 1) * s.cfg.BlockSize
+			continue
+		}
+		s.creditLocked(st, p, min(end, p.end)-pos, plan.Sequential)
+		pos = p.end
+	}
+}
+
+// Close releases the stream: parts that only it wanted are dropped, their
+// GETs cancelled, their budget freed.
+func (st *Stream) Close() {
+	s := st.s
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if st.closed {
+		return
+	}
+	st.closed = true
+	for p := range st.held {
+		s.dropLocked(st, p)
+	}
+	delete(s.streams, st)
+	st.o.streams--
+	s.tidyLocked(st.o)
+}
+
+// pin returns the part holding the byte at pos with a read pinned on it,
+// creating it (up to needEnd) when absent: this is where a read waits for
+// budget, making room by eviction when that is fair.
+func (st *Stream) pin(ctx context.Context, pos, needEnd int64) (*part, error) {
+	s := st.s
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	waited := false
+	defer func() {
+		if waited {
+			s.waiting--
+		}
+	}()
+	for {
+		if st.closed || s.closed {
+			return nil, fmt.Errorf("prefetch %s: %w", st.obj.Key, ErrClosed)
+		}
+		p := s.partAt(st.o, pos)
+		if p == nil {
+			gap := s.gapLocked(st.o, pos/s.cfg.BlockSize*s.cfg.BlockSize, needEnd)
+			size := s.chargeOf(gap)
+			if s.affordLocked(size) {
+				p = s.newPartLocked(st.o, gap, true, false)
+			} else if !waited {
+				// From here on read-ahead and prefetch yield to this read.
+				s.stats.BudgetWaits++
+				s.waiting++
+				waited = true
+				if s.onBudgetWait != nil {
+					s.onBudgetWait()
+				}
+			}
+			if p == nil && s.inUse-s.dying+size > s.cfg.Memory && s.evictOneLocked(st) {
+				continue
+			}
+		}
+		if p != nil {
+			s.holdLocked(st, p)
+			s.urgeLocked(p)
+			p.pins++
+			return p, nil
+		}
+		released := s.released
+		s.mu.Unlock()
+		select {
+		case <-released:
+		case <-ctx.Done():
+		}
+		s.mu.Lock()
+		if err := ctx.Err(); err != nil {
+			return nil, fmt.Errorf("prefetch %s at %d: %w", st.obj.Key, pos, err)
+		}
+	}
+}
+
+// serve waits for pinned part p, copies what dst wants of it from pos,
+// and unpins it.
+func (st *Stream) serve(ctx context.Context, p *part, dst []byte, pos int64, sequential bool) (int, error) {
+	s := st.s
+	var waited time.Duration
+	select {
+	case <-p.done:
+	default:
+		start := time.Now()
+		if s.onPartWait != nil {
+			s.onPartWait()
+		}
+		select {
+		case <-p.done:
+		case <-ctx.Done():
+		}
+		waited = time.Since(start)
+	}
+	n := 0
+	err := ctx.Err()
+	select {
+	case <-p.done:
+		if err = p.err; err == nil {
+			n = copy(dst, p.buf[pos-p.off:p.end-p.off])
+		}
+	default:
+		err = fmt.Errorf("prefetch %s at %d: %w", st.obj.Key, pos, err)
+	}
+
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if waited > 0 {
+		s.stats.Waits++
+		s.stats.WaitNanos += int64(waited)
+	}
+	s.stats.ServedBytes += int64(n)
+	if p.ahead {
+		s.stats.PrefetchedServedBytes += int64(n)
+	}
+	p.pins--
+	s.creditLocked(st, p, int64(n), sequential)
+	s.releaseIfUnusedLocked(p)
+	s.checkLocked()
+	return n, err
+}
+
+// creditLocked records that st read n bytes of p, and lets p go once st
+// has read all of it, or at once when st is reading randomly: the cache
+// keeps the bytes, and a random reader will not come back soon.
+func (s *Scheduler) creditLocked(st *Stream, p *part, n int64, sequential bool) {
+	read, ok := p.holders[st]
+	if !ok {
+		return
+	}
+	p.holders[st] = read + n
+	if !sequential || read+n >= p.end-p.off {
+		s.dropLocked(st, p)
+	}
+}

@@ -42,7 +42,7 @@ func (s *Server) Capabilities(ctx context.Context) ([]byte, error) {
 		},
 		BlockSize:        s.cfg.BlockSize,
 		Alignment:        s.cfg.Alignment,
-		Leases:           s.leaser != nil,
+		Leases:           s.leaseFn != nil,
 		MaxBufferSize:    s.cfg.MaxBufferSize,
 		MaxRegistrations: s.cfg.MaxRegistrations,
 		MaxLeaseBytes:    s.cfg.MaxLeaseBytes,

@@ -19,6 +19,7 @@ import (
 //	            no shard path on the ctl file
 //	ENOENT      shm file missing; shard path unknown; lease id unknown
 //	ELOOP       shm name is a symlink (opened O_NOFOLLOW)
+//	EISDIR      shm name is a directory
 //	EPERM       shm file owned by another uid, or mode other than 0600
 //	EACCES      the daemon itself may not open the shm file
 //	EFBIG       buffer size above Config.MaxBufferSize

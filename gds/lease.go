@@ -7,27 +7,40 @@ import (
 	"io"
 	"syscall"
 
+	"github.com/shardfs/shardfs/cache"
 	"github.com/shardfs/shardfs/store"
 )
 
-// Extent is a run of shard bytes held in a cache file.
-type Extent struct {
-	Path       string // the cache file
-	Offset     int64  // where the bytes start in Path
-	Length     int64
-	FileOffset int64 // where they start in the shard
+// Leaser pins the cache ring extents that hold a shard range (the mount's
+// *cache.Cache). It fails (cache.ErrNotCached) when a block of the range is
+// not in the ring.
+type Leaser interface {
+	Lease(obj store.Object, off, n int64) (*cache.Lease, error)
 }
 
-// Pin holds cache extents against being overwritten until Release.
-type Pin interface {
-	Extents() []Extent
+// pin is what the server keeps of a lease: *cache.Lease, or a fake in tests.
+type pin interface {
+	Extents() []cache.Extent
 	Release()
 }
 
-// Leaser pins the cache extents holding a shard range. It fails when a
-// block of the range is not resident.
-type Leaser interface {
-	Lease(obj store.Object, off, n int64) (Pin, error)
+// leaseFunc adapts a Leaser; nil when the mount has no ring.
+type leaseFunc func(obj store.Object, off, n int64) (pin, error)
+
+func leaseFuncOf(l Leaser) leaseFunc {
+	if l == nil {
+		return nil
+	}
+	if c, ok := l.(*cache.Cache); ok && c == nil {
+		return nil // a nil *cache.Cache in the interface: no cache at all
+	}
+	return func(obj store.Object, off, n int64) (pin, error) {
+		lease, err := l.Lease(obj, off, n)
+		if err != nil {
+			return nil, err
+		}
+		return lease, nil
+	}
 }
 
 // lease handles LEASE: pin the range's cache extents for this handle. A
@@ -41,7 +54,7 @@ func (s *Server) lease(ctx context.Context, handle uint64, obj *store.Object, in
 	if err != nil {
 		return nil, err
 	}
-	if s.leaser == nil {
+	if s.leaseFn == nil {
 		return nil, fmt.Errorf("no cache ring on this mount: %w", syscall.EOPNOTSUPP)
 	}
 	if req.Length == 0 {
@@ -59,12 +72,12 @@ func (s *Server) lease(ctx context.Context, handle uint64, obj *store.Object, in
 	}
 	off := int64(req.FileOffset)
 	n := min(int64(req.Length), o.Size-off, s.cfg.MaxLeaseBytes)
-	pin, err := s.pin(ctx, o, off, n)
+	held, err := s.pinRange(ctx, o, off, n)
 	if err != nil {
 		return nil, err
 	}
-	if err := fillLeaseReply(&req, pin.Extents(), off, n); err != nil {
-		pin.Release()
+	if err := fillLeaseReply(&req, held.Extents(), off, n); err != nil {
+		held.Release()
 		return nil, err
 	}
 	id := s.nextID.Add(1)
@@ -72,33 +85,33 @@ func (s *Server) lease(ctx context.Context, handle uint64, obj *store.Object, in
 	st := s.stateLocked(handle, true)
 	if st == nil || len(st.leases) >= s.cfg.MaxLeases {
 		s.mu.Unlock()
-		pin.Release()
+		held.Release()
 		if st == nil {
 			return nil, fmt.Errorf("server closed: %w", syscall.ENODEV)
 		}
 		return nil, s.tooManyLeases()
 	}
-	st.leases[id] = pin
+	st.leases[id] = held
 	s.mu.Unlock()
 	req.LeaseID = id
 	return req.Encode()
 }
 
-// pin leases [off, off+n), warming the cache through the read path once
+// pinRange leases [off, off+n), warming the cache through the read path once
 // when the first attempt finds blocks missing.
-func (s *Server) pin(ctx context.Context, o store.Object, off, n int64) (Pin, error) {
-	pin, err := s.leaser.Lease(o, off, n)
+func (s *Server) pinRange(ctx context.Context, o store.Object, off, n int64) (pin, error) {
+	held, err := s.leaseFn(o, off, n)
 	if err == nil {
-		return pin, nil
+		return held, nil
 	}
 	if err := s.warm(ctx, o, off, n); err != nil {
 		return nil, err
 	}
-	pin, err = s.leaser.Lease(o, off, n)
+	held, err = s.leaseFn(o, off, n)
 	if err != nil {
 		return nil, fmt.Errorf("lease %s %d+%d: %v: %w", o.Key, off, n, err, syscall.ENODATA)
 	}
-	return pin, nil
+	return held, nil
 }
 
 // warm reads the range through the mount, block by block, discarding the
@@ -122,7 +135,7 @@ func (s *Server) warm(ctx context.Context, o store.Object, off, n int64) error {
 // fillLeaseReply puts the extents covering [off, off+n) into req, clipped
 // to the range, stopping where the reply runs out of extent or path slots.
 // Extents must tile the range in order; anything else is a cache bug.
-func fillLeaseReply(req *LeaseReq, extents []Extent, off, n int64) error {
+func fillLeaseReply(req *LeaseReq, extents []cache.Extent, off, n int64) error {
 	pos, end := off, off+n
 	req.Extents, req.Paths = nil, nil
 	for _, e := range extents {
@@ -171,16 +184,16 @@ func (s *Server) leaseDrop(handle uint64, in []byte) error {
 		return err
 	}
 	s.mu.Lock()
-	var pin Pin
+	var p pin
 	if st := s.handles[handle]; st != nil {
-		pin = st.leases[req.LeaseID]
+		p = st.leases[req.LeaseID]
 		delete(st.leases, req.LeaseID)
 	}
 	s.mu.Unlock()
-	if pin == nil {
+	if p == nil {
 		return fmt.Errorf("lease %d not held on this handle: %w", req.LeaseID, syscall.ENOENT)
 	}
-	pin.Release()
+	p.Release()
 	return nil
 }
 

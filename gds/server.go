@@ -60,11 +60,11 @@ func (c Config) withDefaults() Config {
 // Server answers the side interface of one mount. It is safe for
 // concurrent use; every registration and lease belongs to one handle.
 type Server struct {
-	cfg    Config
-	files  Files
-	leaser Leaser
-	gpus   GPUSource
-	log    *slog.Logger
+	cfg     Config
+	files   Files
+	leaseFn leaseFunc
+	gpus    GPUSource
+	log     *slog.Logger
 
 	nextID atomic.Uint64 // buffer and lease ids: never reused, so a stale id cannot alias
 
@@ -77,7 +77,7 @@ type Server struct {
 // handleState is what one open file holds. Guarded by Server.mu.
 type handleState struct {
 	bufs   map[uint64]*buffer
-	leases map[uint64]Pin
+	leases map[uint64]pin
 }
 
 // NewServer returns a server reading through files. leaser may be nil (no
@@ -89,7 +89,7 @@ func NewServer(cfg Config, files Files, leaser Leaser, gpus GPUSource, log *slog
 	return &Server{
 		cfg:     cfg.withDefaults(),
 		files:   files,
-		leaser:  leaser,
+		leaseFn: leaseFuncOf(leaser),
 		gpus:    gpus,
 		log:     log,
 		handles: map[uint64]*handleState{},
@@ -164,7 +164,7 @@ func (s *Server) isClosed() bool {
 func (s *Server) stateLocked(handle uint64, create bool) *handleState {
 	st := s.handles[handle]
 	if st == nil && create && !s.closed {
-		st = &handleState{bufs: map[uint64]*buffer{}, leases: map[uint64]Pin{}}
+		st = &handleState{bufs: map[uint64]*buffer{}, leases: map[uint64]pin{}}
 		s.handles[handle] = st
 	}
 	return st

@@ -1,0 +1,355 @@
+"""Client for the shardfs GPU side interface.
+
+Reads shard bytes from a shardfs mount without read(2): the daemon fills a
+shared-memory buffer this process registered (staged path), or hands out the
+cache ring extents that hold the bytes so cuFile/kvikio reads them from NVMe
+straight into GPU memory (direct path).
+
+    with Client("/mnt/shards") as c:
+        print(c.capabilities())
+        arr = numpy.empty(8 << 20, numpy.uint8)
+        c.read_into(arr, "train/shard-000.tar", 0, arr.nbytes)
+
+Only the standard library and numpy are required; torch is used when dst is
+a torch tensor, kvikio when it is importable and cuFile works.
+
+The ABI (gds/abi.go is the reference): restricted ioctls of type 0xBD on the
+ctl file /.shardfs/ctl (path in the struct) or on a shard's fd (path
+ignored); little-endian fixed-size structs that start with u32 version and
+u32 flags. Errors arrive as OSError with the errno documented in
+gds/errno.go.
+"""
+
+import errno
+import fcntl
+import json
+import mmap
+import os
+import secrets
+import struct
+
+import numpy as np
+
+ABI_VERSION = 1
+IOCTL_TYPE = 0xBD
+SHM_NAME_SIZE = 256
+PATH_SIZE = 1024
+MAX_LEASE_EXTENTS = 64
+MAX_LEASE_PATHS = 4
+
+_IOC_WRITE, _IOC_READ = 1, 2
+
+
+def _ioc(direction, nr, size):
+    return (direction << 30) | (size << 16) | (IOCTL_TYPE << 8) | nr
+
+
+_HDR = "<II"  # version, flags
+_REGISTER = struct.Struct(_HDR + "QQ%ds" % SHM_NAME_SIZE)  # size, buf_id, name
+_UNREGISTER = struct.Struct(_HDR + "Q")  # buf_id
+_READ = struct.Struct(_HDR + "QQQQQ%ds" % PATH_SIZE)  # off, len, buf_id, buf_off, bytes_read, path
+_LEASE_HEAD = struct.Struct(_HDR + "QQQQII%ds" % PATH_SIZE)  # off, len, lease_id, covered, n_ext, n_paths, path
+_EXTENT = struct.Struct("<IIQQQ")  # path_index, reserved, cache_offset, length, file_offset
+_LEASE_SIZE = _LEASE_HEAD.size + MAX_LEASE_EXTENTS * _EXTENT.size + MAX_LEASE_PATHS * PATH_SIZE
+_LEASE_DROP = struct.Struct(_HDR + "Q")  # lease_id
+
+REGISTER = _ioc(_IOC_READ | _IOC_WRITE, 1, _REGISTER.size)
+UNREGISTER = _ioc(_IOC_WRITE, 2, _UNREGISTER.size)
+READ = _ioc(_IOC_READ | _IOC_WRITE, 3, _READ.size)
+LEASE = _ioc(_IOC_READ | _IOC_WRITE, 4, _LEASE_SIZE)
+LEASE_DROP = _ioc(_IOC_WRITE, 5, _LEASE_DROP.size)
+
+
+def _cstr(s, size):
+    b = s.encode() if isinstance(s, str) else bytes(s)
+    if len(b) >= size or b"\0" in b:
+        raise ValueError("%r does not fit a %d-byte field" % (s, size))
+    return b
+
+
+class Buffer:
+    """A /dev/shm buffer registered with the daemon on one fd (the ctl file
+    or a shard's fd); only READs on that fd may use it."""
+
+    def __init__(self, client, buf_id, size, mm, fd=None):
+        self.client, self.id, self.size, self.mm = client, buf_id, size, mm
+        self.fd = client.ctl_fd if fd is None else fd
+        self.array = np.frombuffer(mm, dtype=np.uint8)  # zero-copy view
+        self.host_registered = False  # cudaHostRegister done
+
+    def unregister(self):
+        if self.id is not None:
+            self.client._ioctl(self.fd, UNREGISTER, _UNREGISTER.pack(ABI_VERSION, 0, self.id))
+            self.id = None
+
+
+class Extent:
+    __slots__ = ("path", "cache_offset", "length", "file_offset")
+
+    def __init__(self, path, cache_offset, length, file_offset):
+        self.path, self.cache_offset, self.length, self.file_offset = path, cache_offset, length, file_offset
+
+    def __repr__(self):
+        return "Extent(%s@%d+%d -> %d)" % (self.path, self.cache_offset, self.length, self.file_offset)
+
+
+class Lease:
+    """Cache extents pinned until drop() (or until the client closes)."""
+
+    def __init__(self, client, lease_id, covered, extents):
+        self.client, self.id, self.covered, self.extents = client, lease_id, covered, extents
+
+    def drop(self):
+        if self.id is not None:
+            self.client._ioctl(self.client.ctl_fd, LEASE_DROP, _LEASE_DROP.pack(ABI_VERSION, 0, self.id))
+            self.id = None
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self.drop()
+
+
+class Client:
+    """One handle on a mount's side interface.
+
+    buffer_size is the staging buffer registered at open (0: none). Every
+    buffer and lease made through this client dies when it is closed.
+    """
+
+    def __init__(self, mount, buffer_size=64 << 20, shm_dir="/dev/shm"):
+        self.mount = os.path.abspath(mount)
+        self.shm_dir = shm_dir
+        self.ctl_fd = os.open(os.path.join(self.mount, ".shardfs", "ctl"), os.O_RDONLY | os.O_CLOEXEC)
+        self._caps = None
+        self._cuda_events = None
+        self._cufiles = {}
+        self.staging = self.register_buffer(buffer_size) if buffer_size else None
+
+    # --- plumbing -----------------------------------------------------------
+
+    @staticmethod
+    def _ioctl(fd, cmd, payload):
+        buf = bytearray(payload)
+        fcntl.ioctl(fd, cmd, buf, True)
+        return buf
+
+    def _rel(self, path):
+        """A path relative to the mount root (absolute paths under it accepted)."""
+        if isinstance(path, int):
+            return ""
+        p = os.fspath(path)
+        if os.path.isabs(p):
+            p = os.path.relpath(os.path.abspath(p), self.mount)
+            if p.startswith(".."):
+                raise ValueError("%s is not under %s" % (path, self.mount))
+        return p
+
+    def close(self):
+        for f in self._cufiles.values():
+            f.close()
+        self._cufiles.clear()
+        if self.staging is not None and self.staging.host_registered:
+            import torch
+
+            torch.cuda.synchronize()
+            torch.cuda.cudart().cudaHostUnregister(self.staging.array.ctypes.data)
+            self.staging.host_registered = False
+        if self.ctl_fd >= 0:
+            os.close(self.ctl_fd)  # the daemon drops our buffers and leases
+            self.ctl_fd = -1
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self.close()
+
+    # --- capabilities and buffers ---------------------------------------------
+
+    def capabilities(self):
+        if self._caps is None:
+            with open(os.path.join(self.mount, ".shardfs", "ctl"), "rb") as f:
+                self._caps = json.loads(f.read())
+            if self._caps.get("abi_version") != ABI_VERSION:
+                raise OSError(errno.EPROTO, "shardfs ABI %s, client speaks %d" % (self._caps.get("abi_version"), ABI_VERSION))
+        return self._caps
+
+    def register_shm(self, name, size, fd=None):
+        """REGISTER an existing /dev/shm file by name on fd (default: the
+        ctl file); returns the buffer id."""
+        req = _REGISTER.pack(ABI_VERSION, 0, size, 0, _cstr(name, SHM_NAME_SIZE))
+        out = self._ioctl(self.ctl_fd if fd is None else fd, REGISTER, req)
+        return _REGISTER.unpack(out)[3]
+
+    def register_buffer(self, size, fd=None):
+        """Create a 0600 /dev/shm file of size bytes, register it on fd
+        (default: the ctl file) and map it.
+
+        The name is unlinked once registered: the daemon and this process
+        hold the memory, and nothing is left behind in /dev/shm.
+        """
+        name = "shardfs-%d-%s" % (os.getpid(), secrets.token_hex(8))
+        path = os.path.join(self.shm_dir, name)
+        on = fd
+        shm = os.open(path, os.O_RDWR | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC, 0o600)
+        try:
+            os.fchmod(shm, 0o600)  # exact mode, whatever the umask
+            os.ftruncate(shm, size)
+            mm = mmap.mmap(shm, size, mmap.MAP_SHARED, mmap.PROT_READ | mmap.PROT_WRITE)
+            buf_id = self.register_shm(name, size, fd=on)
+        finally:
+            os.unlink(path)
+            os.close(shm)
+        return Buffer(self, buf_id, size, mm, fd=on)
+
+    # --- staged path ----------------------------------------------------------
+
+    def read(self, path, offset, length, buf=None, buf_offset=0):
+        """READ length bytes at offset of path into buf (default: staging).
+
+        path is relative to the mount root, absolute under it, or an open
+        fd of a shard in the mount (then buf must be registered on that fd).
+        Returns the bytes read (short at EOF).
+        """
+        buf = buf or self.staging
+        fd = path if isinstance(path, int) else self.ctl_fd
+        req = _READ.pack(ABI_VERSION, 0, offset, length, buf.id if buf.id is not None else 0,
+                         buf_offset, 0, _cstr(self._rel(path), PATH_SIZE))
+        out = self._ioctl(fd, READ, req)
+        return _READ.unpack(out)[6]
+
+    def read_into(self, dst, path, offset, length):
+        """Fill dst (numpy array or torch tensor, contiguous) with length
+        bytes of path from offset. Returns the bytes read.
+
+        A CUDA tensor goes the direct path (LEASE + cuFile) when kvikio
+        works with cuFile, else the staged path: READ into the registered
+        buffer, pinned once with cudaHostRegister, then a non-blocking copy.
+        """
+        if _is_torch(dst) and dst.is_cuda and self._cufile_ok():
+            try:
+                return self._read_direct(dst, path, offset, length)
+            except OSError as e:
+                if e.errno not in (errno.ENODATA, errno.EOPNOTSUPP):
+                    raise
+        return self._read_staged(dst, path, offset, length)
+
+    def _read_staged(self, dst, path, offset, length):
+        if self.staging is None:
+            raise ValueError("client opened without a staging buffer")
+        out = _bytes_view(dst)
+        if out.shape[0] < length:
+            raise ValueError("dst holds %d bytes, %d asked" % (out.shape[0], length))
+        cuda = _is_torch(dst) and dst.is_cuda
+        half = self.staging.size // 2 if cuda else self.staging.size
+        done, turn = 0, 0
+        while done < length:
+            stage_off = half * turn if cuda else 0
+            if cuda:
+                self._cuda_wait(turn)  # the previous copy out of this half has finished
+            n = self.read(path, offset + done, min(half, length - done), self.staging, stage_off)
+            if n == 0:
+                break
+            src = self.staging.array[stage_off:stage_off + n]
+            if cuda:
+                self._copy_to_cuda(out, done, src, turn)
+                turn ^= 1
+            elif _is_torch(out):
+                import torch
+
+                out[done:done + n].copy_(torch.from_numpy(src))
+            else:
+                out[done:done + n] = src
+            done += n
+        return done
+
+    def _copy_to_cuda(self, out, at, src, turn):
+        import torch
+
+        if not self.staging.host_registered:
+            a = self.staging.array
+            rc = torch.cuda.cudart().cudaHostRegister(a.ctypes.data, a.nbytes, 0)
+            if int(rc) != 0:
+                raise OSError(errno.EIO, "cudaHostRegister failed: %s" % rc)
+            self.staging.host_registered = True
+            self._cuda_events = [torch.cuda.Event(), torch.cuda.Event()]
+        out[at:at + src.shape[0]].copy_(torch.from_numpy(src), non_blocking=True)
+        self._cuda_events[turn].record()
+
+    def _cuda_wait(self, turn):
+        if self._cuda_events is not None:
+            self._cuda_events[turn].synchronize()
+
+    # --- direct path ----------------------------------------------------------
+
+    def lease(self, path, offset, length):
+        """LEASE: pin the cache extents holding [offset, offset+covered)."""
+        fd = path if isinstance(path, int) else self.ctl_fd
+        req = bytearray(_LEASE_SIZE)
+        _LEASE_HEAD.pack_into(req, 0, ABI_VERSION, 0, offset, length, 0, 0, 0, 0, _cstr(self._rel(path), PATH_SIZE))
+        out = self._ioctl(fd, LEASE, req)
+        _, _, _, _, lease_id, covered, n_ext, n_paths, _ = _LEASE_HEAD.unpack_from(out, 0)
+        if n_ext > MAX_LEASE_EXTENTS or n_paths > MAX_LEASE_PATHS:
+            raise OSError(errno.EPROTO, "malformed LEASE reply")
+        paths_at = _LEASE_HEAD.size + MAX_LEASE_EXTENTS * _EXTENT.size
+        paths = [bytes(out[paths_at + i * PATH_SIZE:paths_at + (i + 1) * PATH_SIZE]).split(b"\0", 1)[0].decode()
+                 for i in range(n_paths)]
+        extents = []
+        for i in range(n_ext):
+            idx, _, cache_off, n, file_off = _EXTENT.unpack_from(out, _LEASE_HEAD.size + i * _EXTENT.size)
+            extents.append(Extent(paths[idx], cache_off, n, file_off))
+        return Lease(self, lease_id, covered, extents)
+
+    def _cufile_ok(self):
+        if not self.capabilities().get("leases"):
+            return False
+        try:
+            import kvikio
+            import kvikio.defaults
+        except ImportError:
+            return False
+        for probe in ("is_compat_mode_preferred", "compat_mode"):
+            f = getattr(kvikio.defaults, probe, None)
+            if f is not None:
+                return not f()  # compat mode = POSIX fallback, no cuFile
+        return False
+
+    def _read_direct(self, dst, path, offset, length):
+        import kvikio
+
+        out = _bytes_view(dst)
+        if out.shape[0] < length:
+            raise ValueError("dst holds %d bytes, %d asked" % (out.shape[0], length))
+        done = 0
+        while done < length:
+            with self.lease(path, offset + done, length - done) as lease:
+                for e in lease.extents:
+                    f = self._cufiles.get(e.path)
+                    if f is None:
+                        f = self._cufiles[e.path] = kvikio.CuFile(e.path, "r")
+                    at = e.file_offset - offset
+                    f.pread(out[at:at + e.length], e.length, e.cache_offset).get()
+                done += lease.covered
+            if lease.covered == 0:
+                break
+        return done
+
+
+def _is_torch(x):
+    return type(x).__module__.startswith("torch")
+
+
+def _bytes_view(dst):
+    """dst as a flat uint8 view sharing its memory."""
+    if _is_torch(dst):
+        import torch
+
+        if not dst.is_contiguous():
+            raise ValueError("dst tensor must be contiguous")
+        return dst.view(-1).view(torch.uint8)
+    a = np.asarray(dst)
+    if not a.flags.c_contiguous or not a.flags.writeable:
+        raise ValueError("dst array must be contiguous and writeable")
+    return a.reshape(-1).view(np.uint8)

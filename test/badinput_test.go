@@ -95,6 +95,7 @@ func TestMountOnBusyMountpointFails(t *testing.T) {
 func checkFailedCleanly(t *testing.T, r result, args []string, cause, dir string, mounts int) {
 	t.Helper()
 	cmdline := "shardfs " + strings.Join(args, " ")
+	t.Logf("%s: exit %d, stderr %q", cmdline, r.code, r.stderr)
 	if r.err != nil {
 		t.Errorf("%s: %v", cmdline, r.err)
 	}

@@ -230,9 +230,9 @@ func (r *ring) abort(n int64) {
 }
 
 // write stores one block in claimed slot n: data first, then the header
-// whose CRC vouches for it. data is aligned and padded to alignment; length
-// is the block's real size. hdrBuf is an aligned scratch sector.
-func (r *ring) write(n int64, data []byte, hdr []byte) error {
+// that vouches for it. data is aligned and padded to alignment; hdr is one
+// encoded, aligned header sector.
+func (r *ring) write(n int64, data, hdr []byte) error {
 	if err := r.file.writeFull(data, r.geo.dataOffset(n)); err != nil {
 		return err
 	}

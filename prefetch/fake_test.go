@@ -141,6 +141,7 @@ func (f *fakeFetcher) running() int {
 type recordingSink struct {
 	t         *testing.T
 	blockSize int64
+	content   func(obj store.Object, off int64, n int) []byte // what obj holds
 
 	mu     sync.Mutex
 	blocks map[string]map[int64]bool // key → block offsets received
@@ -148,7 +149,7 @@ type recordingSink struct {
 }
 
 func newRecordingSink(t *testing.T, blockSize int64) *recordingSink {
-	return &recordingSink{t: t, blockSize: blockSize, blocks: map[string]map[int64]bool{}}
+	return &recordingSink{t: t, blockSize: blockSize, content: wantBytes, blocks: map[string]map[int64]bool{}}
 }
 
 func (r *recordingSink) PutRange(obj store.Object, off int64, data []byte) {
@@ -158,7 +159,7 @@ func (r *recordingSink) PutRange(obj store.Object, off int64, data []byte) {
 	if int64(len(data))%r.blockSize != 0 && off+int64(len(data)) != obj.Size {
 		r.t.Errorf("sink got %d bytes of %s at %d: not whole blocks and not the end", len(data), obj.Key, off)
 	}
-	if !bytes.Equal(data, wantBytes(obj, off, len(data))) {
+	if !bytes.Equal(data, r.content(obj, off, len(data))) {
 		r.t.Errorf("sink got wrong bytes for %s at %d", obj.Key, off)
 	}
 	r.mu.Lock()
@@ -170,6 +171,12 @@ func (r *recordingSink) PutRange(obj store.Object, off int64, data []byte) {
 		r.blocks[obj.Key][b] = true
 	}
 	r.bytes += int64(len(data))
+}
+
+func (r *recordingSink) total() int64 {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.bytes
 }
 
 func (r *recordingSink) has(key string, off int64) bool {

@@ -57,7 +57,8 @@ func TestSequentialReadServesEveryByteAndFetchesEachOnce(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	sink := newRecordingSinkFor(t, cfg.BlockSize, data)
+	sink := newRecordingSink(t, cfg.BlockSize)
+	sink.content = func(_ store.Object, off int64, n int) []byte { return data[off : off+int64(n)] }
 	s := newTestScheduler(t, cfg, mem, sink)
 	st := s.Open(obj)
 	defer st.Close()
@@ -88,37 +89,6 @@ func TestSequentialReadServesEveryByteAndFetchesEachOnce(t *testing.T) {
 	if sink.total() != int64(len(data)) {
 		t.Errorf("sink received %d bytes, want %d", sink.total(), len(data))
 	}
-}
-
-// newRecordingSinkFor is a recordingSink for one Mem object's bytes.
-func newRecordingSinkFor(t *testing.T, blockSize int64, data []byte) *memSink {
-	return &memSink{t: t, blockSize: blockSize, data: data}
-}
-
-type memSink struct {
-	t         *testing.T
-	blockSize int64
-	data      []byte
-	mu        sync.Mutex
-	n         int64
-}
-
-func (m *memSink) PutRange(obj store.Object, off int64, data []byte) {
-	if off%m.blockSize != 0 || (int64(len(data))%m.blockSize != 0 && off+int64(len(data)) != obj.Size) {
-		m.t.Errorf("sink got unaligned range %d+%d", off, len(data))
-	}
-	if string(data) != string(m.data[off:off+int64(len(data))]) {
-		m.t.Errorf("sink got wrong bytes at %d", off)
-	}
-	m.mu.Lock()
-	m.n += int64(len(data))
-	m.mu.Unlock()
-}
-
-func (m *memSink) total() int64 {
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	return m.n
 }
 
 func TestRandomSmallReadsFetchAtMostTwoBlocksEach(t *testing.T) {

@@ -1,0 +1,147 @@
+package prefetch
+
+import (
+	"strings"
+	"testing"
+
+	"github.com/shardfs/shardfs/store"
+)
+
+// TestNextObjectStartIsFetchedBeforeItIsOpened: reading one object to its
+// end prefetches the start of the next in listing order, and only that
+// one; opening it finds its first part there and reads it without a
+// second GET.
+func TestNextObjectStartIsFetchedBeforeItIsOpened(t *testing.T) {
+	ctx := testContext(t)
+	cfg := smallConfig()
+	f := &fakeFetcher{}
+	s := newTestScheduler(t, cfg, f, nil)
+	a, b, c := fakeObject("a.tar", 200<<10), fakeObject("b.tar", 200<<10+5), fakeObject("c.tar", 200<<10)
+	s.SetOrder([]store.Object{a, b, c})
+
+	sa := s.Open(a)
+	readAll(ctx, t, sa, a, 4096)
+	sa.Close()
+	if st := s.Stats(); st.NextParts == 0 {
+		t.Fatal("reading a to its end prefetched nothing of b")
+	}
+	if n := f.getsAt("c.tar", 0); n != 0 {
+		t.Fatalf("c prefetched (%d GETs) with NextShards = 1", n)
+	}
+
+	sb := s.Open(b)
+	defer sb.Close()
+	if st := s.Stats(); st.NextFound != 1 {
+		t.Fatalf("opening b: NextFound = %d, want 1", st.NextFound)
+	}
+	readAll(ctx, t, sb, b, 4096)
+	if n := f.getsAt("b.tar", 0); n != 1 {
+		t.Fatalf("b's first part fetched %d times, want once", n)
+	}
+}
+
+// TestNextObjectPrefetchYieldsToOpenStreams: what was prefetched for an
+// object nobody has open is dropped when open streams need the memory.
+func TestNextObjectPrefetchYieldsToOpenStreams(t *testing.T) {
+	ctx := testContext(t)
+	cfg := smallConfig()
+	cfg.Memory = 4 * cfg.PartSize
+	f := &fakeFetcher{hold: make(chan struct{}), holdIf: func(o store.Object, _ int64) bool {
+		return strings.HasPrefix(o.Key, "open")
+	}}
+	s := newTestScheduler(t, cfg, f, nil)
+	a, b := fakeObject("a", 100<<10), fakeObject("b", 100<<10)
+	s.SetOrder([]store.Object{a, b})
+	sa := s.Open(a)
+	readAll(ctx, t, sa, a, int(cfg.PartSize))
+	sa.Close()
+	if s.Stats().NextParts < 2 {
+		t.Fatalf("%d parts prefetched for b, want the 2 that half the budget holds", s.Stats().NextParts)
+	}
+	// Two open streams each wait for a part: with b's prefetch holding
+	// half the budget, the second fits only by evicting it.
+	partWaits := make(chan struct{}, 10)
+	s.onPartWait = func() { partWaits <- struct{}{} }
+	errs := make(chan error, 2)
+	for _, key := range []string{"open1", "open2"} {
+		obj := fakeObject(key, 1<<20)
+		st := s.Open(obj)
+		defer st.Close()
+		go func() { errs <- readCheck(ctx, st, obj, make([]byte, cfg.PartSize), 0) }()
+		<-partWaits
+	}
+	if s.Stats().Evicted == 0 {
+		t.Fatal("open streams waited while prefetch for an unopened object kept the memory")
+	}
+	close(f.hold)
+	for range 2 {
+		if err := <-errs; err != nil {
+			t.Fatal(err)
+		}
+	}
+}
+
+// TestHintsPrefetchInOrderWithinBudget: hinted objects get their first
+// part fetched in order while prefetch has room (half the budget); the
+// rest follow as opened objects consume theirs.
+func TestHintsPrefetchInOrderWithinBudget(t *testing.T) {
+	ctx := testContext(t)
+	cfg := smallConfig()
+	cfg.Memory = 4 * cfg.PartSize
+	f := &fakeFetcher{}
+	s := newTestScheduler(t, cfg, f, nil)
+	x, y, z := fakeObject("x", 100<<10), fakeObject("y", 100<<10), fakeObject("z", 100<<10)
+	s.Hint(x, y, z)
+	if n := s.Stats().HintParts; n != 2 {
+		t.Fatalf("%d hinted parts started, want 2 (prefetch may use half of a 4-part budget)", n)
+	}
+	if f.getsAt("z", 0) != 0 {
+		t.Fatal("z fetched before x and y were consumed")
+	}
+	sx := s.Open(x)
+	defer sx.Close()
+	if n := s.Stats().HintFound; n != 1 {
+		t.Fatalf("opening x: HintFound = %d, want 1", n)
+	}
+	if err := readCheck(ctx, sx, x, make([]byte, cfg.PartSize), 0); err != nil {
+		t.Fatal(err)
+	}
+	if n := s.Stats().HintParts; n != 3 {
+		t.Fatalf("after x's first part was consumed, %d hinted parts, want 3", n)
+	}
+	sz := s.Open(z)
+	defer sz.Close()
+	if n := s.Stats().HintFound; n != 2 {
+		t.Fatalf("opening z: HintFound = %d, want 2", n)
+	}
+	readAll(ctx, t, sz, z, 10000)
+	if n := f.getsAt("z", 0); n != 1 {
+		t.Fatalf("z's first part fetched %d times, want once", n)
+	}
+}
+
+// TestObserveMovesTheWindow: reads served from the cache, reported with
+// Observe, keep read-ahead going and release what they consumed.
+func TestObserveMovesTheWindow(t *testing.T) {
+	ctx := testContext(t)
+	cfg := smallConfig()
+	f := &fakeFetcher{}
+	s := newTestScheduler(t, cfg, f, nil)
+	obj := fakeObject("cached", 4<<20)
+	st := s.Open(obj)
+	defer st.Close()
+	const observed = 1 << 20
+	for off := int64(0); off < observed; off += 4096 {
+		st.Observe(off, 4096)
+	}
+	if err := readCheck(ctx, st, obj, make([]byte, 4096), observed); err != nil {
+		t.Fatal(err)
+	}
+	stats := s.Stats()
+	if stats.PrefetchedServedBytes != 4096 {
+		t.Fatalf("the read after observed reads found %d bytes read ahead, want 4096", stats.PrefetchedServedBytes)
+	}
+	if stats.PeakInUseBytes >= cfg.Memory {
+		t.Fatalf("observed reads held the whole budget (%d): consumed parts not released", stats.PeakInUseBytes)
+	}
+}

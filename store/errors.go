@@ -15,6 +15,8 @@ var (
 	ErrChanged = errors.New("object changed since it was listed")
 	// ErrDenied: credentials were rejected or lack permission.
 	ErrDenied = errors.New("access denied")
+	// ErrNoCredentials: the AWS credential chain found nothing to sign with.
+	ErrNoCredentials = errors.New("no AWS credentials found")
 	// ErrUnreachable: the endpoint could not be reached at all.
 	ErrUnreachable = errors.New("endpoint unreachable")
 	// ErrInvalidRange: a read outside the object.
@@ -29,7 +31,7 @@ func Retryable(err error) bool {
 	if err == nil {
 		return false
 	}
-	for _, permanent := range []error{ErrNotFound, ErrNoBucket, ErrChanged, ErrDenied, ErrInvalidRange} {
+	for _, permanent := range []error{ErrNotFound, ErrNoBucket, ErrChanged, ErrDenied, ErrNoCredentials, ErrInvalidRange} {
 		if errors.Is(err, permanent) {
 			return false
 		}

@@ -16,6 +16,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/config"
 	"github.com/aws/aws-sdk-go-v2/service/s3"
 	"github.com/aws/smithy-go"
+	"github.com/aws/smithy-go/logging"
 )
 
 // S3Options configure an S3 backend. Credentials come from the standard AWS
@@ -60,6 +61,9 @@ func NewS3(ctx context.Context, src Source, opts S3Options) (*S3, error) {
 		// Retries live in the Retry wrapper, which also covers failures
 		// in the middle of a body; the SDK makes one attempt.
 		config.WithRetryMaxAttempts(1),
+		// Failures reach the user through our errors, one line each; the
+		// SDK's own log lines would break that.
+		config.WithLogger(logging.Nop{}),
 	}
 	if opts.Profile != "" {
 		loadOpts = append(loadOpts, config.WithSharedConfigProfile(opts.Profile))
@@ -189,6 +193,9 @@ func (s *S3) wrap(op string, err error) error {
 	case errors.As(err, &apiErr) && deniedCodes[apiErr.ErrorCode()],
 		errors.As(err, &respErr) && respErr.HTTPStatusCode() == http.StatusForbidden:
 		sentinel = ErrDenied
+	case strings.Contains(err.Error(), "get credentials"):
+		// The SDK reports an empty credential chain only in words.
+		sentinel = ErrNoCredentials
 	case errors.Is(err, syscall.ECONNREFUSED), errors.Is(err, syscall.EHOSTUNREACH), isDNSError(err):
 		sentinel = ErrUnreachable
 	}

@@ -42,6 +42,7 @@ func newApp() *cli.App {
 			lsCommand(),
 			manifestCommand(),
 			statsCommand(),
+			cacheCommand(),
 			versionCommand(),
 		},
 		HideHelpCommand: true,

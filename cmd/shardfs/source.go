@@ -96,6 +96,8 @@ func describeSourceError(c *cli.Context, src store.Source, err error) error {
 		return fmt.Errorf("no such bucket %q at %s", src.Bucket, endpoint)
 	case errors.Is(err, store.ErrDenied):
 		return fmt.Errorf("access denied to %s at %s: check the credentials (AWS_ACCESS_KEY_ID/AWS_SECRET_ACCESS_KEY, --profile)", src, endpoint)
+	case errors.Is(err, store.ErrNoCredentials):
+		return fmt.Errorf("no AWS credentials found for %s: set AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY, or --profile", src)
 	case errors.Is(err, store.ErrUnreachable):
 		return fmt.Errorf("cannot connect to endpoint %s: %s", endpoint, rootCause(err))
 	case errors.Is(err, store.ErrNotFound) && !src.IsS3():

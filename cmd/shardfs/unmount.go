@@ -3,13 +3,19 @@ package main
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"fmt"
+	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
 	"syscall"
+	"time"
 
 	"github.com/urfave/cli/v2"
+
+	shardfs "github.com/shardfs/shardfs/fs"
+	"github.com/shardfs/shardfs/metrics"
 )
 
 func unmountCommand() *cli.Command {
@@ -38,10 +44,19 @@ func unmountCommand() *cli.Command {
 			if !mounted {
 				return fmt.Errorf("%s is not mounted", dir)
 			}
+			pid := daemonPID(dir)
 			if c.Bool("lazy") {
-				return lazyUnmount(c.Context, dir)
+				err = lazyUnmount(c.Context, dir)
+			} else {
+				err = fusermount(c.Context, "-u", dir)
 			}
-			return fusermount(c.Context, "-u", dir)
+			if err != nil {
+				return err
+			}
+			// Return once the daemon is gone, so its cache dir is free
+			// and a remount can start at once.
+			waitExit(pid, 10*time.Second)
+			return nil
 		},
 	}
 }
@@ -76,4 +91,32 @@ func fusermount(ctx context.Context, args ...string) error {
 		return fmt.Errorf("unmount %s: %s", args[len(args)-1], msg)
 	}
 	return nil
+}
+
+// daemonPID asks a mount for its daemon's pid; 0 when it cannot tell.
+func daemonPID(dir string) int {
+	raw, err := os.ReadFile(filepath.Join(dir, shardfs.SideDir, "stats"))
+	if err != nil {
+		return 0
+	}
+	var samples []metrics.Sample
+	if json.Unmarshal(raw, &samples) != nil {
+		return 0
+	}
+	for _, s := range samples {
+		if s.Name == "shardfs_daemon_pid" {
+			return int(s.Value)
+		}
+	}
+	return 0
+}
+
+func waitExit(pid int, limit time.Duration) {
+	if pid <= 0 {
+		return
+	}
+	deadline := time.Now().Add(limit)
+	for time.Now().Before(deadline) && syscall.Kill(pid, 0) == nil {
+		time.Sleep(20 * time.Millisecond)
+	}
 }

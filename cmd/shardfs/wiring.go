@@ -2,10 +2,14 @@ package main
 
 import (
 	"context"
+	"errors"
+	"fmt"
 	"log/slog"
+	"os"
 
 	"github.com/urfave/cli/v2"
 
+	"github.com/shardfs/shardfs/cache"
 	shardfs "github.com/shardfs/shardfs/fs"
 	"github.com/shardfs/shardfs/metrics"
 )
@@ -16,6 +20,7 @@ type mountWiring struct {
 	backend *backend
 	root    *shardfs.Root
 	metrics *metrics.Metrics
+	cache   *cache.Cache
 	kernel  shardfs.KernelOptions
 	closers []func()
 }
@@ -31,11 +36,18 @@ func newMountWiring(ctx context.Context, c *cli.Context, source, mountpoint stri
 	if err != nil {
 		return nil, err
 	}
-	blockSize, err := sizeFlag(c, "block-size")
+	m.cache, err = openCache(ctx, c, m.backend.retry.String(), log)
 	if err != nil {
 		return nil, err
 	}
+	m.closers = append(m.closers, func() {
+		if err := m.cache.Close(); err != nil {
+			log.Warn("closing cache", "err", err)
+		}
+	})
 	m.metrics = metrics.New()
+	registerCacheMetrics(m.metrics, m.cache)
+	m.metrics.GaugeFunc("shardfs_daemon_pid", "Process id of the mount daemon (shardfs unmount waits for it).", func() float64 { return float64(os.Getpid()) })
 	registerStoreMetrics(m.metrics, m.backend.meter, m.backend.retry)
 	if addr := c.String("metrics-addr"); addr != "" {
 		srv, err := m.metrics.Serve(addr)
@@ -50,7 +62,8 @@ func newMountWiring(ctx context.Context, c *cli.Context, source, mountpoint stri
 		Stats:       m.metrics.JSON,
 		Store:       m.backend.retry,
 		Objects:     m.backend.objects,
-		BlockSize:   blockSize,
+		BlockSize:   m.cache.BlockSize(),
+		Cache:       m.cache,
 		MountPoint:  mountpoint,
 		UID:         uint32(c.Int("uid")),
 		GID:         uint32(c.Int("gid")),
@@ -74,4 +87,27 @@ func (m *mountWiring) Close() {
 		m.closers[i]()
 	}
 	m.closers = nil
+}
+
+// openCache opens the cache that --cache-dir, --cache-size,
+// --memory-cache-size and --block-size describe, for one source.
+func openCache(ctx context.Context, c *cli.Context, namespace string, log *slog.Logger) (*cache.Cache, error) {
+	cfg := cache.Config{Dir: c.String("cache-dir"), Namespace: namespace}
+	var err error
+	for _, f := range []struct {
+		name string
+		dst  *int64
+	}{{"cache-size", &cfg.Size}, {"memory-cache-size", &cfg.MemorySize}, {"block-size", &cfg.BlockSize}} {
+		if *f.dst, err = sizeFlag(c, f.name); err != nil {
+			return nil, err
+		}
+	}
+	cc, err := cache.Open(ctx, cfg, log)
+	if err != nil {
+		if errors.Is(err, cache.ErrLocked) {
+			return nil, fmt.Errorf("cache dir %s is in use by another mount: %w", cfg.Dir, err)
+		}
+		return nil, fmt.Errorf("cache: %w", err)
+	}
+	return cc, nil
 }

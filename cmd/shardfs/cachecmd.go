@@ -1,0 +1,78 @@
+package main
+
+import (
+	"errors"
+	"fmt"
+	"text/tabwriter"
+
+	"github.com/urfave/cli/v2"
+
+	"github.com/shardfs/shardfs/cache"
+)
+
+func cacheCommand() *cli.Command {
+	dirFlag := func() []cli.Flag {
+		return []cli.Flag{&cli.StringFlag{Name: "cache-dir", Required: true, Usage: "the cache directory", EnvVars: env("cache-dir")}}
+	}
+	return &cli.Command{
+		Name:         "cache",
+		Usage:        "inspect, verify or clear a cache directory",
+		OnUsageError: usageError,
+		Subcommands: []*cli.Command{
+			{
+				Name: "stats", Usage: "occupancy of the ring (works while a mount owns it)", Flags: dirFlag(), OnUsageError: usageError,
+				Action: func(c *cli.Context) error {
+					st, err := cache.InspectDir(c.String("cache-dir"))
+					if err != nil {
+						return err
+					}
+					w := tabwriter.NewWriter(c.App.Writer, 2, 4, 2, ' ', 0)
+					fmt.Fprintf(w, "dir\t%s\n", st.Dir)
+					fmt.Fprintf(w, "ring file\t%s (%s)\n", st.RingFile, formatSize(st.FileBytes))
+					fmt.Fprintf(w, "block size\t%s\n", formatSize(st.BlockSize))
+					fmt.Fprintf(w, "slots used\t%d of %d\n", st.UsedSlots, st.Slots)
+					fmt.Fprintf(w, "bytes cached\t%s\n", formatSize(st.UsedBytes))
+					fmt.Fprintf(w, "object versions\t%d\n", st.Versions)
+					if st.OwnerPID != 0 {
+						fmt.Fprintf(w, "owner\tpid %d (a running mount)\n", st.OwnerPID)
+					}
+					return w.Flush()
+				},
+			},
+			{
+				Name: "verify", Usage: "check the CRC32C of every slot; exit 1 when any is bad", Flags: dirFlag(), OnUsageError: usageError,
+				Action: func(c *cli.Context) error {
+					rep, err := cache.VerifyDir(c.String("cache-dir"))
+					if err != nil {
+						return cacheDirError(c, err)
+					}
+					for _, b := range rep.Bad {
+						fmt.Fprintf(c.App.Writer, "bad slot %d: key %q block %d: %s\n", b.Slot, b.Key, b.Index, b.Reason)
+					}
+					fmt.Fprintf(c.App.Writer, "%d slots, %d checked, %d good, %d bad\n", rep.Slots, rep.Checked, rep.Good, len(rep.Bad))
+					if len(rep.Bad) > 0 {
+						return cli.Exit(fmt.Sprintf("%d bad slots (they are never served; reads refetch them)", len(rep.Bad)), 1)
+					}
+					return nil
+				},
+			},
+			{
+				Name: "clear", Usage: "delete every cached block", Flags: dirFlag(), OnUsageError: usageError,
+				Action: func(c *cli.Context) error {
+					if err := cache.ClearDir(c.String("cache-dir")); err != nil {
+						return cacheDirError(c, err)
+					}
+					fmt.Fprintf(c.App.Writer, "cleared %s\n", c.String("cache-dir"))
+					return nil
+				},
+			},
+		},
+	}
+}
+
+func cacheDirError(c *cli.Context, err error) error {
+	if errors.Is(err, cache.ErrLocked) {
+		return fmt.Errorf("cache dir %s is in use by a running mount: %w", c.String("cache-dir"), err)
+	}
+	return err
+}

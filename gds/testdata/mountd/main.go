@@ -3,7 +3,7 @@
 // machine where the shardfs command is not at hand. It stays in the
 // foreground until SIGINT/SIGTERM, then unmounts.
 //
-//	go run ./gds/testdata/mountd -source DIR -mount MNT [-cache DIR]
+//	go run ./gds/testdata/mountd -source DIR -mount MNT [-cache DIR] [-memory BYTES]
 package main
 
 import (
@@ -34,14 +34,15 @@ func main() {
 	mnt := flag.String("mount", "", "mountpoint")
 	cacheDir := flag.String("cache", "", "cache ring directory (empty: no ring, no leases)")
 	blockSize := flag.Int64("block-size", 1<<20, "cache block size")
+	memory := flag.Int64("memory", 512<<20, "RAM tier bytes (0: ring only)")
 	flag.Parse()
-	if err := run(*source, *mnt, *cacheDir, *blockSize); err != nil {
+	if err := run(*source, *mnt, *cacheDir, *blockSize, *memory); err != nil {
 		fmt.Fprintln(os.Stderr, "mountd:", err)
 		os.Exit(1)
 	}
 }
 
-func run(source, mnt, cacheDir string, blockSize int64) error {
+func run(source, mnt, cacheDir string, blockSize, memory int64) error {
 	ctx := context.Background()
 	log := slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelInfo}))
 	st, err := store.NewLocal(source)
@@ -57,7 +58,7 @@ func run(source, mnt, cacheDir string, blockSize int64) error {
 	files := &lateFiles{}
 	var leaser gds.Leaser
 	if cacheDir != "" {
-		c, err := cache.Open(ctx, cache.Config{Dir: cacheDir, Size: 256 << 20, BlockSize: blockSize, Namespace: source}, log)
+		c, err := cache.Open(ctx, cache.Config{Dir: cacheDir, Size: 256 << 20, MemorySize: memory, BlockSize: blockSize, Namespace: source}, log)
 		if err != nil {
 			return err
 		}

@@ -1,0 +1,162 @@
+"""Throughput checks of the side interface.
+
+    /usr/bin/python3 gds/python/gpu_bench.py --mount MNT [--file REL] [--chunk 8M] [--seconds 3]
+
+Host section (any machine): 8 MiB staged READs into a registered buffer
+against read(2) through the mount (page cache hot, and with the file's page
+cache dropped so every read crosses FUSE) and against a plain memcpy of the
+same bytes already in memory (the ceiling of a copy out of the cache).
+
+GPU section (CUDA only): host-to-device throughput of the staged path
+(read_into a CUDA tensor: READ + cudaHostRegister'd buffer + non-blocking
+copy) against a plain torch pinned-memory copy, and the direct path
+(LEASE + kvikio/cuFile) where cuFile works. Without CUDA it says so and
+exits 0.
+"""
+
+import argparse
+import os
+import sys
+import time
+
+import numpy as np
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import shardfs_gds as gds  # noqa: E402
+
+
+def size_arg(s):
+    mult = {"K": 1 << 10, "M": 1 << 20, "G": 1 << 30}
+    return int(s[:-1]) * mult[s[-1].upper()] if s[-1].upper() in mult else int(s)
+
+
+def pick_file(mount):
+    best = None
+    for dirpath, dirnames, names in os.walk(mount):
+        dirnames[:] = [d for d in dirnames if d != ".shardfs"]
+        for n in names:
+            p = os.path.join(dirpath, n)
+            s = os.path.getsize(p)
+            if best is None or s > best[1]:
+                best = (os.path.relpath(p, mount), s)
+    return best
+
+
+def rate(fn, chunk, seconds, sync=None):
+    """Bytes per second of fn(i) called repeatedly for about seconds."""
+    fn(0)  # warm
+    if sync:
+        sync()
+    n, t0 = 0, time.perf_counter()
+    while True:
+        fn(n)
+        n += 1
+        if n % 8 == 0 and time.perf_counter() - t0 >= seconds:
+            break
+    if sync:
+        sync()
+    return n * chunk / (time.perf_counter() - t0)
+
+
+def report(name, bps, base=None):
+    extra = "" if base is None else "  (%.2fx %s)" % (bps / base[1], base[0])
+    print("  %-44s %8.2f GB/s%s" % (name, bps / 1e9, extra))
+
+
+def host_section(client, mount, rel, size, chunk, seconds):
+    offsets = list(range(0, size - chunk + 1, chunk)) or [0]
+    chunk = min(chunk, size)
+    path = os.path.join(mount, rel)
+    with open(path, "rb") as f:  # warm the cache with the whole file
+        while f.read(8 << 20):
+            pass
+    buf = client.register_buffer(chunk)
+    print("host, %s, %d MiB chunks over %d MiB:" % (rel, chunk >> 20, size >> 20))
+
+    def staged(i):
+        client.read(rel, offsets[i % len(offsets)], chunk, buf)
+
+    src = np.empty(size, np.uint8)
+    with open(path, "rb") as f:
+        f.readinto(src)
+    dst = np.empty(chunk, np.uint8)
+
+    def memcpy(i):
+        o = offsets[i % len(offsets)]
+        np.copyto(dst, src[o:o + chunk])
+
+    fd = os.open(path, os.O_RDONLY)
+    rbuf = bytearray(chunk)
+
+    def pread(i):
+        os.preadv(fd, [rbuf], offsets[i % len(offsets)])
+
+    def pread_fuse(i):
+        # Drop the file's page cache first so the bytes come through FUSE.
+        o = offsets[i % len(offsets)]
+        os.posix_fadvise(fd, o, chunk, os.POSIX_FADV_DONTNEED)
+        os.preadv(fd, [rbuf], o)
+
+    m = rate(memcpy, chunk, seconds)
+    report("memcpy of bytes in memory", m)
+    report("staged READ into registered buffer", rate(staged, chunk, seconds), ("memcpy", m))
+    report("read(2), kernel page cache hot", rate(pread, chunk, seconds), ("memcpy", m))
+    report("read(2) through FUSE (page cache dropped)", rate(pread_fuse, chunk, seconds), ("memcpy", m))
+    os.close(fd)
+    buf.unregister()
+
+
+def gpu_section(client, rel, size, chunk, seconds):
+    import torch
+
+    chunk = min(chunk, size, client.staging.size)
+    offsets = list(range(0, size - chunk + 1, chunk)) or [0]
+    dev = torch.empty(chunk, dtype=torch.uint8, device="cuda")
+    pinned = torch.empty(chunk, dtype=torch.uint8).pin_memory()
+    sync = torch.cuda.synchronize
+    print("gpu %s, %d MiB chunks:" % (torch.cuda.get_device_name(0), chunk >> 20))
+
+    def plain(i):
+        dev.copy_(pinned, non_blocking=True)
+
+    def staged(i):
+        client._read_staged(dev, rel, offsets[i % len(offsets)], chunk)
+
+    p = rate(plain, chunk, seconds, sync)
+    report("torch pinned H2D copy", p)
+    report("staged read_into CUDA tensor", rate(staged, chunk, seconds, sync), ("pinned copy", p))
+    if client._cufile_ok():
+        def direct(i):
+            client._read_direct(dev, rel, offsets[i % len(offsets)], chunk)
+        report("direct LEASE + cuFile", rate(direct, chunk, seconds, sync), ("pinned copy", p))
+    else:
+        print("  direct path: not available (no kvikio, cuFile in compat mode, or no cache ring)")
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--mount", required=True)
+    ap.add_argument("--file", help="shard to read, relative to the mount (default: the largest)")
+    ap.add_argument("--chunk", type=size_arg, default=8 << 20)
+    ap.add_argument("--seconds", type=float, default=3.0)
+    a = ap.parse_args()
+
+    rel, size = (a.file, os.path.getsize(os.path.join(a.mount, a.file))) if a.file else pick_file(a.mount)
+    with gds.Client(a.mount, buffer_size=2 * a.chunk) as client:
+        caps = client.capabilities()
+        print("shardfs ABI %d, leases %s, GPUs seen by the daemon: %d" % (caps["abi_version"], caps["leases"], len(caps["gpus"])))
+        host_section(client, a.mount, rel, size, a.chunk, a.seconds)
+        try:
+            import torch
+            cuda = torch.cuda.is_available()
+        except ImportError:
+            cuda = False
+        if not cuda:
+            print("no CUDA device (or no torch with CUDA): GPU checks skipped")
+            return 0
+        gpu_section(client, rel, size, a.chunk, a.seconds)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

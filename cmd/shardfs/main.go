@@ -43,6 +43,7 @@ func newApp() *cli.App {
 			manifestCommand(),
 			statsCommand(),
 			cacheCommand(),
+			warmCommand(),
 			versionCommand(),
 		},
 		HideHelpCommand: true,

@@ -45,6 +45,14 @@ func newMountWiring(ctx context.Context, c *cli.Context, source, mountpoint stri
 			log.Warn("closing cache", "err", err)
 		}
 	})
+	if dir := c.String("cache-dir"); dir != "" {
+		remove, err := writeCacheOwner(dir, cacheOwner{Source: m.backend.retry.String(), MountPoint: mountpoint, PID: os.Getpid()})
+		if err != nil {
+			log.Warn("cache dir: cannot record the owning mount; shardfs warm will not find it", "err", err)
+		} else {
+			m.closers = append(m.closers, remove)
+		}
+	}
 	m.metrics = metrics.New()
 	registerCacheMetrics(m.metrics, m.cache)
 	m.metrics.GaugeFunc("shardfs_daemon_pid", "Process id of the mount daemon (shardfs unmount waits for it).", func() float64 { return float64(os.Getpid()) })

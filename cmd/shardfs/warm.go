@@ -1,0 +1,260 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"os/signal"
+	"path/filepath"
+	"sort"
+	"sync"
+	"syscall"
+	"time"
+
+	"github.com/urfave/cli/v2"
+
+	"github.com/shardfs/shardfs/cache"
+	"github.com/shardfs/shardfs/store"
+)
+
+func warmCommand() *cli.Command {
+	flags := []cli.Flag{
+		&cli.IntFlag{Name: "rank", Usage: "this node's rank: warm shards[rank::world]", EnvVars: env("rank", "RANK")},
+		&cli.IntFlag{Name: "world", Value: 1, Usage: "number of nodes sharing the dataset", EnvVars: env("world", "WORLD_SIZE")},
+		&cli.StringFlag{Name: "include", Usage: "only keys matching this glob (e.g. 'train/*.tar')", EnvVars: env("include")},
+		&cli.IntFlag{Name: "concurrency", Value: 32, Usage: "parallel part GETs", EnvVars: env("concurrency")},
+		&cli.StringFlag{Name: "part-size", Value: "8MiB", Usage: "size of each ranged GET (a multiple of --block-size)", EnvVars: env("part-size")},
+		&cli.IntFlag{Name: "max-concurrency", Value: 64, Hidden: true},
+	}
+	flags = append(flags, s3Flags()...)
+	flags = append(flags, cacheFlags()...)
+	return &cli.Command{
+		Name:      "warm",
+		Usage:     "fill the cache with SOURCE's shards before a run (resumable)",
+		ArgsUsage: "SOURCE",
+		Description: "Fetches this node's shards into --cache-dir with parallel ranged GETs; blocks already cached are\n" +
+			"skipped, so an interrupted warm resumes. When a running mount owns the cache dir, the work goes\n" +
+			"through that mount. Exits 1 with a summary when any shard failed.",
+		Flags:        flags,
+		OnUsageError: usageError,
+		Action:       runWarm,
+	}
+}
+
+// warmResult is what a warm reports at the end.
+type warmResult struct {
+	shards  int
+	fetched int64 // bytes fetched now
+	skipped int64 // bytes already cached
+	failed  map[string]error
+	elapsed time.Duration
+}
+
+func runWarm(c *cli.Context) error {
+	args, err := positional(c, "SOURCE")
+	if err != nil {
+		return err
+	}
+	dir := c.String("cache-dir")
+	if dir == "" {
+		return fmt.Errorf("--cache-dir is required: warm fills a cache directory")
+	}
+	log := newLogger(c.App.ErrWriter, "warn")
+	ctx, stop := signal.NotifyContext(c.Context, syscall.SIGINT, syscall.SIGTERM)
+	defer stop()
+	b, err := openSource(ctx, c, args[0], log)
+	if err != nil {
+		return err
+	}
+	objs, err := selectShards(b.objects, c.String("include"), c.Int("rank"), c.Int("world"))
+	if err != nil {
+		return err
+	}
+	partSize, err := sizeFlag(c, "part-size")
+	if err != nil {
+		return err
+	}
+	var res warmResult
+	if owner, ok := readCacheOwner(dir); ok {
+		if owner.Source != b.retry.String() {
+			return fmt.Errorf("cache dir %s is owned by a mount of %s at %s, not of %s", dir, owner.Source, owner.MountPoint, b.retry.String())
+		}
+		fmt.Fprintf(c.App.ErrWriter, "warming through the mount at %s (pid %d)\n", owner.MountPoint, owner.PID)
+		res = warmThroughMount(ctx, c.App.ErrWriter, owner.MountPoint, objs, c.Int("concurrency"), int(partSize))
+	} else {
+		cc, err := openCache(ctx, c, b.retry.String(), log)
+		if err != nil {
+			return err
+		}
+		defer cc.Close()
+		res, err = warmCache(ctx, c.App.ErrWriter, b.retry, cc, objs, partSize, c.Int("concurrency"))
+		if err != nil {
+			return err
+		}
+	}
+	return reportWarm(c.App.Writer, res, ctx.Err())
+}
+
+// warmCache fetches every uncached part of objs into c.
+func warmCache(ctx context.Context, out io.Writer, st store.Store, c *cache.Cache, objs []store.Object, partSize int64, workers int) (warmResult, error) {
+	bs := c.BlockSize()
+	if partSize < bs || partSize%bs != 0 {
+		return warmResult{}, fmt.Errorf("--part-size %s is not a multiple of the block size %s", formatSize(partSize), formatSize(bs))
+	}
+	res := warmResult{shards: len(objs), failed: map[string]error{}}
+	type part struct {
+		obj      store.Object
+		off, len int64
+	}
+	var todo []part
+	var total int64
+	for _, o := range objs {
+		for off := int64(0); off < o.Size; off += partSize {
+			n := min(partSize, o.Size-off)
+			if partCached(c, o, off, n, bs) {
+				res.skipped += n
+				continue
+			}
+			todo = append(todo, part{o, off, n})
+			total += n
+		}
+	}
+	start := time.Now()
+	bar := startProgress(out, "warm", total)
+	jobs := make(chan part)
+	var mu sync.Mutex
+	var wg sync.WaitGroup
+	for i := 0; i < max(workers, 1); i++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			buf := make([]byte, partSize)
+			for p := range jobs {
+				n, err := st.ReadRange(ctx, p.obj, p.off, buf[:p.len])
+				if err != nil && !errors.Is(err, io.EOF) {
+					mu.Lock()
+					if _, seen := res.failed[p.obj.Key]; !seen {
+						res.failed[p.obj.Key] = err
+					}
+					mu.Unlock()
+					continue
+				}
+				c.PutRange(p.obj, p.off, buf[:n])
+				bar.add(int64(n))
+				mu.Lock()
+				res.fetched += int64(n)
+				mu.Unlock()
+			}
+		}()
+	}
+feed:
+	for _, p := range todo {
+		select {
+		case jobs <- p:
+		case <-ctx.Done():
+			break feed
+		}
+	}
+	close(jobs)
+	wg.Wait()
+	bar.finish()
+	res.elapsed = time.Since(start)
+	return res, nil
+}
+
+func partCached(c *cache.Cache, o store.Object, off, n, bs int64) bool {
+	for idx := off / bs; idx*bs < off+n; idx++ {
+		if !c.Has(o, idx) {
+			return false
+		}
+	}
+	return true
+}
+
+// warmThroughMount reads each shard through a running mount, whose read
+// path fills the cache it owns.
+func warmThroughMount(ctx context.Context, out io.Writer, mnt string, objs []store.Object, workers, bufSize int) warmResult {
+	res := warmResult{shards: len(objs), failed: map[string]error{}}
+	var total int64
+	for _, o := range objs {
+		total += o.Size
+	}
+	start := time.Now()
+	bar := startProgress(out, "warm", total)
+	jobs := make(chan store.Object)
+	var mu sync.Mutex
+	var wg sync.WaitGroup
+	for i := 0; i < max(workers/4, 1); i++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			buf := make([]byte, bufSize)
+			for o := range jobs {
+				n, err := readWhole(ctx, filepath.Join(mnt, o.Key), buf, bar)
+				mu.Lock()
+				res.fetched += n
+				if err != nil {
+					res.failed[o.Key] = err
+				}
+				mu.Unlock()
+			}
+		}()
+	}
+feed:
+	for _, o := range objs {
+		select {
+		case jobs <- o:
+		case <-ctx.Done():
+			break feed
+		}
+	}
+	close(jobs)
+	wg.Wait()
+	bar.finish()
+	res.elapsed = time.Since(start)
+	return res
+}
+
+func readWhole(ctx context.Context, path string, buf []byte, bar *progress) (int64, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return 0, err
+	}
+	defer f.Close()
+	var total int64
+	for ctx.Err() == nil {
+		n, err := f.Read(buf)
+		total += int64(n)
+		bar.add(int64(n))
+		if err == io.EOF {
+			return total, nil
+		}
+		if err != nil {
+			return total, err
+		}
+	}
+	return total, ctx.Err()
+}
+
+func reportWarm(w io.Writer, r warmResult, interrupted error) error {
+	rate := float64(r.fetched) / max(r.elapsed.Seconds(), 1e-3)
+	fmt.Fprintf(w, "warmed %d shards: %s fetched, %s already cached, %s, %s/s\n",
+		r.shards-len(r.failed), formatSize(r.fetched), formatSize(r.skipped), r.elapsed.Round(time.Millisecond), formatSize(int64(rate)))
+	if interrupted != nil {
+		return cli.Exit("interrupted: run warm again to resume", 130)
+	}
+	if len(r.failed) == 0 {
+		return nil
+	}
+	keys := make([]string, 0, len(r.failed))
+	for k := range r.failed {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	for _, k := range keys {
+		fmt.Fprintf(w, "failed: %s: %v\n", k, r.failed[k])
+	}
+	return cli.Exit(fmt.Sprintf("%d of %d shards failed to warm", len(r.failed), r.shards), 1)
+}

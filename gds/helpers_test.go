@@ -67,7 +67,7 @@ func randomBytes(n int, seed uint64) []byte {
 
 // fixture is a server over two shards with no cache ring.
 type fixture struct {
-	t     *testing.T
+	t     testing.TB
 	srv   *Server
 	mem   *storetest.Mem
 	files *testFiles
@@ -99,7 +99,7 @@ func (f *fixture) object(key string) *store.Object {
 }
 
 // shmFile creates a buffer file under /dev/shm owned by the running user.
-func shmFile(t *testing.T, size int64, mode os.FileMode) string {
+func shmFile(t testing.TB, size int64, mode os.FileMode) string {
 	t.Helper()
 	f, err := os.CreateTemp("/dev/shm", "shardfs-test-*")
 	if err != nil {
@@ -164,7 +164,7 @@ func (f *fixture) read(handle uint64, obj *store.Object, req ReadReq) (uint64, s
 }
 
 // shmBytes reads what the daemon wrote into a buffer, as the client sees it.
-func shmBytes(t *testing.T, name string, off, n int64) []byte {
+func shmBytes(t testing.TB, name string, off, n int64) []byte {
 	t.Helper()
 	b := make([]byte, n)
 	fd, err := os.Open(filepath.Join("/dev/shm", name))

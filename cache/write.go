@@ -34,6 +34,11 @@ func (c *Cache) PutRange(obj store.Object, off int64, data []byte) {
 		if int64(len(chunk)) != blockLength(obj, bs, index) {
 			break
 		}
+		if r := c.liveRing(); r != nil && r.has(blockKey{version: ver, index: index}) {
+			// Read-ahead over a cached stretch hands the same blocks back;
+			// writing them again would only churn the ring.
+			continue
+		}
 		buf := alignedBuffer(int(alignUp(int64(len(chunk)))))
 		copy(buf, chunk)
 		blocks = append(blocks, pendingBlock{

@@ -3,7 +3,9 @@ package fs
 import (
 	"context"
 	"errors"
+	"fmt"
 	"io"
+	"sync"
 
 	"github.com/shardfs/shardfs/store"
 )
@@ -47,13 +49,32 @@ const (
 	TierNetwork = "network"
 )
 
-// readState is what the chain keeps per open file.
+// readState is what the chain keeps per open file. The kernel sends one
+// handle's reads in parallel (async read-ahead), so reads share it
+// concurrently; mu guards only the stream's creation and release.
 type readState struct {
-	obj    store.Object
+	obj store.Object
+
+	mu     sync.Mutex
 	stream Stream // opened on the first read that reaches the prefetch link
+	closed bool
+}
+
+// openStream returns the handle's stream, opening it on first use; nil
+// once the handle is released.
+func (s *readState) openStream(pf Prefetcher) Stream {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.stream == nil && !s.closed {
+		s.stream = pf.OpenStream(s.obj)
+	}
+	return s.stream
 }
 
 func (s *readState) close() {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.closed = true
 	if s.stream != nil {
 		s.stream.Close()
 		s.stream = nil
@@ -123,10 +144,11 @@ type streamReader struct{ pf Prefetcher }
 func (streamReader) tier() string { return TierNetwork }
 
 func (r streamReader) readAt(ctx context.Context, h *readState, p []byte, off int64) (int, error) {
-	if h.stream == nil {
-		h.stream = r.pf.OpenStream(h.obj)
+	st := h.openStream(r.pf)
+	if st == nil {
+		return 0, fmt.Errorf("read %s: handle released: %w", h.obj.Key, context.Canceled)
 	}
-	return h.stream.ReadAt(ctx, p, off)
+	return st.ReadAt(ctx, p, off)
 }
 
 // directReader is the plain path: whole blocks by ranged GET (stored in the

@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"io"
-	"sync"
 	"syscall"
 	"time"
 
@@ -50,14 +49,10 @@ func (f *fileNode) Open(ctx context.Context, flags uint32) (gofs.FileHandle, uin
 	return h, fuse.FOPEN_KEEP_CACHE, 0
 }
 
-// fileHandle is one open of a shard. The kernel may issue reads of one
-// handle concurrently (async read-ahead); mu orders them so the stream
-// sees a coherent sequence.
+// fileHandle is one open of a shard. Its reads may run concurrently.
 type fileHandle struct {
-	m  *mountState
-	id uint64
-
-	mu    sync.Mutex
+	m     *mountState
+	id    uint64
 	state readState
 }
 
@@ -68,8 +63,6 @@ var (
 )
 
 func (h *fileHandle) Read(ctx context.Context, dest []byte, off int64) (fuse.ReadResult, syscall.Errno) {
-	h.mu.Lock()
-	defer h.mu.Unlock()
 	start := time.Now()
 	n, tier, err := h.m.chain.readAt(ctx, &h.state, dest, off)
 	if err != nil && errors.Is(err, io.EOF) {
@@ -86,8 +79,6 @@ func (h *fileHandle) Read(ctx context.Context, dest []byte, off int64) (fuse.Rea
 }
 
 func (h *fileHandle) Release(ctx context.Context) syscall.Errno {
-	h.mu.Lock()
-	defer h.mu.Unlock()
 	h.state.close()
 	if h.m.opts.Side != nil {
 		h.m.opts.Side.Release(h.id)

@@ -37,7 +37,7 @@ func cacheFlags() []cli.Flag {
 	return []cli.Flag{
 		&cli.StringFlag{Name: "cache-dir", Usage: "directory of the persistent NVMe ring cache (default: none, RAM tier only)", EnvVars: env("cache-dir"), Category: "Cache"},
 		&cli.StringFlag{Name: "cache-size", Value: "10GiB", Usage: "bytes the ring cache may use on disk; never exceeded", EnvVars: env("cache-size"), Category: "Cache"},
-		&cli.StringFlag{Name: "memory-cache-size", Value: "512MiB", Usage: "bytes of the RAM tier (0 disables it)", EnvVars: env("memory-cache-size"), Category: "Cache"},
+		&cli.StringFlag{Name: "memory-cache-size", Value: "64MiB", Usage: "bytes of the RAM tier (0 disables it); kept small because the kernel page cache already holds what readers read", EnvVars: env("memory-cache-size"), Category: "Cache"},
 		&cli.StringFlag{Name: "block-size", Value: "1MiB", Usage: "cache block; random reads fetch whole blocks", EnvVars: env("block-size"), Category: "Cache"},
 	}
 }

@@ -3,6 +3,7 @@ package main
 import (
 	"github.com/shardfs/shardfs/cache"
 	"github.com/shardfs/shardfs/metrics"
+	"github.com/shardfs/shardfs/prefetch"
 	"github.com/shardfs/shardfs/store"
 )
 
@@ -33,4 +34,26 @@ func registerCacheMetrics(m *metrics.Metrics, c *cache.Cache) {
 	m.GaugeFunc("shardfs_cache_ring_bytes", "Bytes of valid blocks in the ring.", stat(func(s cache.Stats) float64 { return float64(s.RingBytes) }))
 	m.GaugeFunc("shardfs_cache_ram_bytes", "Bytes held by the RAM tier.", stat(func(s cache.Stats) float64 { return float64(s.RAMBytes) }))
 	m.GaugeFunc("shardfs_cache_leases", "Cache extent leases held by GPU clients.", stat(func(s cache.Stats) float64 { return float64(s.Leases) }))
+}
+
+// registerPrefetchMetrics exposes read-ahead: what it fetched, what reads
+// waited for, and how much of the budget it holds.
+func registerPrefetchMetrics(m *metrics.Metrics, s *prefetch.Scheduler) {
+	stat := func(f func(prefetch.Stats) float64) func() float64 {
+		return func() float64 { return f(s.Stats()) }
+	}
+	m.CounterFunc("shardfs_prefetch_fetched_bytes_total", "Bytes fetched by read-ahead parts.", stat(func(s prefetch.Stats) float64 { return float64(s.FetchedBytes) }))
+	m.CounterFunc("shardfs_prefetch_ahead_served_bytes_total", "Bytes served from parts fetched ahead of the read that needed them.", stat(func(s prefetch.Stats) float64 { return float64(s.PrefetchedServedBytes) }))
+	m.CounterFunc("shardfs_prefetch_waits_total", "Reads that waited for bytes still on the network.", stat(func(s prefetch.Stats) float64 { return float64(s.Waits) }))
+	m.CounterFunc("shardfs_prefetch_budget_waits_total", "Times a read waited for the memory budget (backpressure).", stat(func(s prefetch.Stats) float64 { return float64(s.BudgetWaits) }))
+	m.GaugeFunc("shardfs_prefetch_budget_in_use_bytes", "Read-ahead budget held by parts in flight or not yet consumed.", stat(func(s prefetch.Stats) float64 { return float64(s.InUseBytes) }))
+	m.GaugeFunc("shardfs_prefetch_budget_peak_bytes", "The most read-ahead budget ever held at once.", stat(func(s prefetch.Stats) float64 { return float64(s.PeakInUseBytes) }))
+	m.GaugeFunc("shardfs_prefetch_streams", "Open read-ahead streams.", stat(func(s prefetch.Stats) float64 { return float64(s.Streams) }))
+	m.CounterFunc("shardfs_prefetch_next_parts_total", "Parts prefetched from the next shards in listing order.", stat(func(s prefetch.Stats) float64 { return float64(s.NextParts) }))
+	m.CounterFunc("shardfs_prefetch_next_found_total", "Opens that found their first part already fetched or in flight (next-shard prefetch).", stat(func(s prefetch.Stats) float64 { return float64(s.NextFound) }))
+	m.CounterFunc("shardfs_prefetch_hint_parts_total", "Parts prefetched because a loader hinted the shard.", stat(func(s prefetch.Stats) float64 { return float64(s.HintParts) }))
+	m.CounterFunc("shardfs_prefetch_hint_found_total", "Opens that found their first part already fetched or in flight (hints).", stat(func(s prefetch.Stats) float64 { return float64(s.HintFound) }))
+	m.CounterFunc("shardfs_prefetch_cancelled_total", "Parts dropped before their GET finished.", stat(func(s prefetch.Stats) float64 { return float64(s.Cancelled) }))
+	m.CounterFunc("shardfs_prefetch_evicted_total", "Prefetched parts dropped to make room for another read.", stat(func(s prefetch.Stats) float64 { return float64(s.Evicted) }))
+	m.CounterFunc("shardfs_prefetch_errors_total", "Read-ahead GETs that failed.", stat(func(s prefetch.Stats) float64 { return float64(s.Errors) }))
 }

@@ -12,17 +12,19 @@ import (
 	"github.com/shardfs/shardfs/cache"
 	shardfs "github.com/shardfs/shardfs/fs"
 	"github.com/shardfs/shardfs/metrics"
+	"github.com/shardfs/shardfs/prefetch"
 )
 
 // mountWiring holds everything one mount built, in the order it must be
 // closed: the read path first, the store last.
 type mountWiring struct {
-	backend *backend
-	root    *shardfs.Root
-	metrics *metrics.Metrics
-	cache   *cache.Cache
-	kernel  shardfs.KernelOptions
-	closers []func()
+	backend  *backend
+	root     *shardfs.Root
+	metrics  *metrics.Metrics
+	cache    *cache.Cache
+	prefetch *prefetch.Scheduler
+	kernel   shardfs.KernelOptions
+	closers  []func()
 }
 
 func newMountWiring(ctx context.Context, c *cli.Context, source, mountpoint string, log *slog.Logger) (_ *mountWiring, err error) {
@@ -53,7 +55,13 @@ func newMountWiring(ctx context.Context, c *cli.Context, source, mountpoint stri
 			m.closers = append(m.closers, remove)
 		}
 	}
+	m.prefetch, err = newPrefetcher(c, m.cache, m.backend.retry, m.backend.objects, log)
+	if err != nil {
+		return nil, err
+	}
+	m.closers = append(m.closers, m.prefetch.Close)
 	m.metrics = metrics.New()
+	registerPrefetchMetrics(m.metrics, m.prefetch)
 	registerCacheMetrics(m.metrics, m.cache)
 	m.metrics.GaugeFunc("shardfs_daemon_pid", "Process id of the mount daemon (shardfs unmount waits for it).", func() float64 { return float64(os.Getpid()) })
 	registerStoreMetrics(m.metrics, m.backend.meter, m.backend.retry)
@@ -72,6 +80,7 @@ func newMountWiring(ctx context.Context, c *cli.Context, source, mountpoint stri
 		Objects:     m.backend.objects,
 		BlockSize:   m.cache.BlockSize(),
 		Cache:       m.cache,
+		Prefetcher:  prefetcher{m.prefetch},
 		MountPoint:  mountpoint,
 		UID:         uint32(c.Int("uid")),
 		GID:         uint32(c.Int("gid")),

@@ -1,0 +1,75 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"log/slog"
+
+	"github.com/urfave/cli/v2"
+
+	"github.com/shardfs/shardfs/cache"
+	shardfs "github.com/shardfs/shardfs/fs"
+	"github.com/shardfs/shardfs/prefetch"
+	"github.com/shardfs/shardfs/store"
+)
+
+// cacheFirst is the prefetcher's fetcher: a part whose blocks are all
+// cached is read from the cache, so read-ahead over a warmed stretch sends
+// no GET; anything else goes to the store.
+type cacheFirst struct {
+	cache *cache.Cache
+	store store.Store
+}
+
+func (f cacheFirst) ReadRange(ctx context.Context, obj store.Object, off int64, p []byte) (int, error) {
+	q := p
+	if rest := obj.Size - off; int64(len(q)) > rest {
+		q = q[:max(rest, 0)]
+	}
+	if len(q) > 0 {
+		if n, ok := f.cache.ReadAt(obj, q, off); ok {
+			if len(q) < len(p) {
+				return n, io.EOF
+			}
+			return n, nil
+		}
+	}
+	return f.store.ReadRange(ctx, obj, off, p)
+}
+
+// prefetcher adapts the scheduler to what fs asks of read-ahead.
+type prefetcher struct{ *prefetch.Scheduler }
+
+func (p prefetcher) OpenStream(obj store.Object) shardfs.Stream { return p.Open(obj) }
+
+// newPrefetcher builds the scheduler the read-ahead flags describe.
+func newPrefetcher(c *cli.Context, cc *cache.Cache, st store.Store, objs []store.Object, log *slog.Logger) (*prefetch.Scheduler, error) {
+	cfg := prefetch.Config{
+		BlockSize:   cc.BlockSize(),
+		Concurrency: c.Int("max-concurrency"),
+		NextShards:  c.Int("prefetch-next"),
+	}
+	if cfg.NextShards == 0 {
+		cfg.NextShards = -1 // the flag's 0 means off; the config's 0 means default
+	}
+	var err error
+	for _, f := range []struct {
+		name string
+		dst  *int64
+	}{{"part-size", &cfg.PartSize}, {"max-prefetch", &cfg.MaxPrefetch}, {"prefetch-memory", &cfg.Memory}} {
+		if *f.dst, err = sizeFlag(c, f.name); err != nil {
+			return nil, err
+		}
+	}
+	if ra := c.Int("read-ahead-kb"); ra > 0 {
+		cfg.ReorderWindow = int64(ra) << 10
+	}
+	cfg = cfg.WithDefaults()
+	if err := cfg.Validate(); err != nil {
+		return nil, fmt.Errorf("read-ahead: %w", err)
+	}
+	s := prefetch.NewScheduler(cfg, cacheFirst{cache: cc, store: st}, cc, log)
+	s.SetOrder(objs)
+	return s, nil
+}

@@ -44,6 +44,7 @@ func newApp() *cli.App {
 			statsCommand(),
 			cacheCommand(),
 			warmCommand(),
+			gpusCommand(),
 			versionCommand(),
 		},
 		HideHelpCommand: true,

@@ -73,7 +73,11 @@ func newMountWiring(ctx context.Context, c *cli.Context, source, mountpoint stri
 		log.Info("serving metrics", "addr", "http://"+srv.Addr+"/metrics")
 		m.closers = append(m.closers, func() { _ = srv.Close() })
 	}
+	files := &rootFiles{}
+	side := newSideServer(m.cache, files, log)
+	m.closers = append(m.closers, side.Close)
 	m.root, err = shardfs.New(shardfs.Options{
+		Side:        side,
 		ObserveRead: m.metrics.ObserveRead,
 		Stats:       m.metrics.JSON,
 		Store:       m.backend.retry,
@@ -89,6 +93,7 @@ func newMountWiring(ctx context.Context, c *cli.Context, source, mountpoint stri
 	if err != nil {
 		return nil, err
 	}
+	files.root = m.root
 	m.kernel = shardfs.DefaultKernelOptions()
 	m.kernel.FSName = m.backend.retry.String()
 	m.kernel.ReadAheadKB = c.Int("read-ahead-kb")

@@ -19,7 +19,8 @@ type buffer struct {
 	mem []byte
 }
 
-// openBuffer opens, checks and maps name (a file directly in dir) for uid.
+// openBuffer opens, checks and maps name (a file directly in dir) for uid,
+// populating the mapping so the first READs do not fault page by page.
 // The checks are made on the opened fd, so the file cannot be swapped
 // between check and map.
 func openBuffer(dir, name string, size int64, uid uint32) (*buffer, error) {
@@ -56,7 +57,7 @@ func mapChecked(fd int, path string, size int64, uid uint32) (*buffer, error) {
 	if st.Size < size {
 		return nil, fmt.Errorf("%s holds %d bytes, %d asked: %w", path, st.Size, size, syscall.ERANGE)
 	}
-	mem, err := unix.Mmap(fd, 0, int(size), unix.PROT_READ|unix.PROT_WRITE, unix.MAP_SHARED)
+	mem, err := unix.Mmap(fd, 0, int(size), unix.PROT_READ|unix.PROT_WRITE, unix.MAP_SHARED|unix.MAP_POPULATE)
 	if err != nil {
 		return nil, fmt.Errorf("mmap %s: %w", path, err)
 	}

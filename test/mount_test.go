@@ -90,6 +90,9 @@ func (m *fgMount) stop(t *testing.T) {
 	t.Helper()
 	select {
 	case <-m.exited:
+		if m.err != nil {
+			t.Errorf("shardfs on %s exited by itself: %v\noutput:\n%s", m.dir, m.err, m.output.String())
+		}
 	default:
 		m.cmd.Process.Signal(syscall.SIGTERM)
 	}

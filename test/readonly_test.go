@@ -5,6 +5,8 @@ import (
 	"os"
 	"path/filepath"
 	"reflect"
+	"slices"
+	"strings"
 	"syscall"
 	"testing"
 	"time"
@@ -43,6 +45,11 @@ func TestLocalMountIsReadOnly(t *testing.T) {
 // checkWritesFail tries every kind of write inside mnt; each must fail
 // with EROFS.
 func checkWritesFail(t *testing.T, mnt string) {
+	// The kernel itself should know: `findmnt`/`mount` show ro, and writes
+	// are refused before they reach the daemon.
+	if opts, err := mountOptions(mnt); err != nil || !slices.Contains(strings.Split(opts, ","), "ro") {
+		t.Errorf("mount options of %s are %q (err %v), want them to include ro", mnt, opts, err)
+	}
 	file := filepath.Join(mnt, "shard-000000.tar")
 	dir := filepath.Join(mnt, "nested", "deeper")
 	newPath := filepath.Join(mnt, "new-file")

@@ -13,10 +13,15 @@ source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
 STATE=${SHARDFS_MINIO_STATE:-$WORK_DIR/minio.env}
 MINIO_BIN=$TOOLS_BIN/minio
 
+# alive PID: the process exists and is not a zombie waiting to be reaped.
+alive() {
+	kill -0 "$1" 2>/dev/null && [ "$(awk '{print $3}' "/proc/$1/stat" 2>/dev/null)" != Z ]
+}
+
 running() {
 	[ -f "$STATE" ] || return 1
 	# shellcheck disable=SC1090
-	(source "$STATE" && kill -0 "$MINIO_PID" 2>/dev/null)
+	(source "$STATE" && alive "$MINIO_PID")
 }
 
 print_env() {
@@ -27,6 +32,15 @@ start() {
 	if running; then
 		print_env
 		return
+	fi
+	if [ -f "$STATE" ]; then
+		# A stale state file from a MinIO that died: drop its data.
+		(
+			# shellcheck disable=SC1090
+			source "$STATE"
+			rm -rf "$MINIO_DATA_DIR"
+		)
+		rm -f "$STATE"
 	fi
 	[ -x "$MINIO_BIN" ] || die "$MINIO_BIN is missing; run scripts/install-deps.sh"
 	command -v curl >/dev/null || die "curl is missing; run scripts/install-deps.sh"
@@ -53,7 +67,7 @@ start() {
 	STATE
 	local deadline=$((SECONDS + 60))
 	until curl -fsS -o /dev/null "$url/minio/health/ready" 2>/dev/null; do
-		if ! kill -0 "$pid" 2>/dev/null; then
+		if ! alive "$pid"; then
 			cat "$data/minio.log" >&2 || true
 			rm -rf "$data" "$STATE"
 			die "minio exited during start"
@@ -70,11 +84,11 @@ stop() {
 	local MINIO_PID MINIO_DATA_DIR
 	# shellcheck disable=SC1090
 	source "$STATE"
-	if kill -0 "$MINIO_PID" 2>/dev/null; then
+	if alive "$MINIO_PID"; then
 		kill "$MINIO_PID"
 		local deadline=$((SECONDS + 20))
-		while kill -0 "$MINIO_PID" 2>/dev/null && [ $SECONDS -lt $deadline ]; do sleep 0.1; done
-		kill -0 "$MINIO_PID" 2>/dev/null && kill -9 "$MINIO_PID"
+		while alive "$MINIO_PID" && [ $SECONDS -lt $deadline ]; do sleep 0.1; done
+		if alive "$MINIO_PID"; then kill -9 "$MINIO_PID"; fi
 	fi
 	rm -rf "$MINIO_DATA_DIR" "$STATE"
 	log "minio stopped"

@@ -1,0 +1,40 @@
+package test
+
+import (
+	"crypto/rand"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"testing"
+)
+
+// TestGDSClientThroughMount runs the Python client's protocol tests
+// (gds/python/test_client.py) against a real mount with a cache ring:
+// READ into registered /dev/shm buffers, every error case, and LEASE
+// extents read straight from the ring file, compared with the source.
+func TestGDSClientThroughMount(t *testing.T) {
+	src := t.TempDir()
+	for name, size := range map[string]int{"a.tar": 3<<20 + 123, "sub/b.tar": 9 << 20, "small.bin": 4096} {
+		data := make([]byte, size)
+		rand.Read(data)
+		path := filepath.Join(src, name)
+		if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(path, data, 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	m := mountShardfs(t, src, "--cache-dir", t.TempDir(), "--cache-size", "64MiB")
+	cmd := exec.Command("/usr/bin/python3", filepath.Join(e2e.root, "gds/python/test_client.py"), "--mount", m.dir, "--source", src)
+	cmd.Env = append(os.Environ(), "PYTHONDONTWRITEBYTECODE=1")
+	out, err := cmd.CombinedOutput()
+	t.Logf("test_client.py:\n%s", out)
+	if err != nil {
+		t.Fatalf("gds client tests failed: %v", err)
+	}
+	if !regexp.MustCompile(`(?m)^[1-9][0-9]* passed, 0 failed$`).Match(out) {
+		t.Fatalf("gds client tests did not report a clean pass")
+	}
+}

@@ -60,3 +60,15 @@ func sizeFlag(c *cli.Context, name string) (int64, error) {
 	}
 	return v, nil
 }
+
+// sizeFlagsInto reads several size flags into their destinations.
+func sizeFlagsInto(c *cli.Context, dst map[string]*int64) error {
+	for name, p := range dst {
+		v, err := sizeFlag(c, name)
+		if err != nil {
+			return err
+		}
+		*p = v
+	}
+	return nil
+}

@@ -53,14 +53,8 @@ func newPrefetcher(c *cli.Context, cc *cache.Cache, st store.Store, objs []store
 	if cfg.NextShards == 0 {
 		cfg.NextShards = -1 // the flag's 0 means off; the config's 0 means default
 	}
-	var err error
-	for _, f := range []struct {
-		name string
-		dst  *int64
-	}{{"part-size", &cfg.PartSize}, {"max-prefetch", &cfg.MaxPrefetch}, {"prefetch-memory", &cfg.Memory}} {
-		if *f.dst, err = sizeFlag(c, f.name); err != nil {
-			return nil, err
-		}
+	if err := sizeFlagsInto(c, map[string]*int64{"part-size": &cfg.PartSize, "max-prefetch": &cfg.MaxPrefetch, "prefetch-memory": &cfg.Memory}); err != nil {
+		return nil, err
 	}
 	if ra := c.Int("read-ahead-kb"); ra > 0 {
 		cfg.ReorderWindow = int64(ra) << 10

@@ -43,13 +43,51 @@ func warmCommand() *cli.Command {
 	}
 }
 
-// warmResult is what a warm reports at the end.
+// warmResult is what a warm reports at the end. Workers record into it
+// concurrently through record.
 type warmResult struct {
 	shards  int
-	fetched int64 // bytes fetched now
 	skipped int64 // bytes already cached
-	failed  map[string]error
 	elapsed time.Duration
+
+	mu      sync.Mutex
+	fetched int64            // bytes fetched now
+	failed  map[string]error // first failure of each shard
+}
+
+func (r *warmResult) record(key string, n int64, err error) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.fetched += n
+	if _, seen := r.failed[key]; err != nil && !seen {
+		r.failed[key] = err
+	}
+}
+
+// forEach runs the work of newWorker() over items with n workers, each
+// worker keeping its own state (a buffer), until done or ctx ends.
+func forEach[T any](ctx context.Context, items []T, n int, newWorker func() func(T)) {
+	jobs := make(chan T)
+	var wg sync.WaitGroup
+	for range max(n, 1) {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			work := newWorker()
+			for item := range jobs {
+				work(item)
+			}
+		}()
+	}
+	defer wg.Wait()
+	defer close(jobs)
+	for _, item := range items {
+		select {
+		case jobs <- item:
+		case <-ctx.Done():
+			return
+		}
+	}
 }
 
 func runWarm(c *cli.Context) error {
@@ -76,7 +114,7 @@ func runWarm(c *cli.Context) error {
 	if err != nil {
 		return err
 	}
-	var res warmResult
+	var res *warmResult
 	if owner, ok := readCacheOwner(dir); ok {
 		if owner.Source != b.retry.String() {
 			return fmt.Errorf("cache dir %s is owned by a mount of %s at %s, not of %s", dir, owner.Source, owner.MountPoint, b.retry.String())
@@ -98,12 +136,12 @@ func runWarm(c *cli.Context) error {
 }
 
 // warmCache fetches every uncached part of objs into c.
-func warmCache(ctx context.Context, out io.Writer, st store.Store, c *cache.Cache, objs []store.Object, partSize int64, workers int) (warmResult, error) {
+func warmCache(ctx context.Context, out io.Writer, st store.Store, c *cache.Cache, objs []store.Object, partSize int64, workers int) (*warmResult, error) {
 	bs := c.BlockSize()
 	if partSize < bs || partSize%bs != 0 {
-		return warmResult{}, fmt.Errorf("--part-size %s is not a multiple of the block size %s", formatSize(partSize), formatSize(bs))
+		return nil, fmt.Errorf("--part-size %s is not a multiple of the block size %s", formatSize(partSize), formatSize(bs))
 	}
-	res := warmResult{shards: len(objs), failed: map[string]error{}}
+	res := &warmResult{shards: len(objs), failed: map[string]error{}}
 	type part struct {
 		obj      store.Object
 		off, len int64
@@ -123,42 +161,19 @@ func warmCache(ctx context.Context, out io.Writer, st store.Store, c *cache.Cach
 	}
 	start := time.Now()
 	bar := startProgress(out, "warm", total)
-	jobs := make(chan part)
-	var mu sync.Mutex
-	var wg sync.WaitGroup
-	for i := 0; i < max(workers, 1); i++ {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			buf := make([]byte, partSize)
-			for p := range jobs {
-				n, err := st.ReadRange(ctx, p.obj, p.off, buf[:p.len])
-				if err != nil && !errors.Is(err, io.EOF) {
-					mu.Lock()
-					if _, seen := res.failed[p.obj.Key]; !seen {
-						res.failed[p.obj.Key] = err
-					}
-					mu.Unlock()
-					continue
-				}
-				c.PutRange(p.obj, p.off, buf[:n])
-				bar.add(int64(n))
-				mu.Lock()
-				res.fetched += int64(n)
-				mu.Unlock()
+	forEach(ctx, todo, workers, func() func(part) {
+		buf := make([]byte, partSize)
+		return func(p part) {
+			n, err := st.ReadRange(ctx, p.obj, p.off, buf[:p.len])
+			if err != nil && !errors.Is(err, io.EOF) {
+				res.record(p.obj.Key, 0, err)
+				return
 			}
-		}()
-	}
-feed:
-	for _, p := range todo {
-		select {
-		case jobs <- p:
-		case <-ctx.Done():
-			break feed
+			c.PutRange(p.obj, p.off, buf[:n])
+			bar.add(int64(n))
+			res.record(p.obj.Key, int64(n), nil)
 		}
-	}
-	close(jobs)
-	wg.Wait()
+	})
 	bar.finish()
 	res.elapsed = time.Since(start)
 	return res, nil
@@ -175,43 +190,21 @@ func partCached(c *cache.Cache, o store.Object, off, n, bs int64) bool {
 
 // warmThroughMount reads each shard through a running mount, whose read
 // path fills the cache it owns.
-func warmThroughMount(ctx context.Context, out io.Writer, mnt string, objs []store.Object, workers, bufSize int) warmResult {
-	res := warmResult{shards: len(objs), failed: map[string]error{}}
+func warmThroughMount(ctx context.Context, out io.Writer, mnt string, objs []store.Object, workers, bufSize int) *warmResult {
+	res := &warmResult{shards: len(objs), failed: map[string]error{}}
 	var total int64
 	for _, o := range objs {
 		total += o.Size
 	}
 	start := time.Now()
 	bar := startProgress(out, "warm", total)
-	jobs := make(chan store.Object)
-	var mu sync.Mutex
-	var wg sync.WaitGroup
-	for i := 0; i < max(workers/4, 1); i++ {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			buf := make([]byte, bufSize)
-			for o := range jobs {
-				n, err := readWhole(ctx, filepath.Join(mnt, o.Key), buf, bar)
-				mu.Lock()
-				res.fetched += n
-				if err != nil {
-					res.failed[o.Key] = err
-				}
-				mu.Unlock()
-			}
-		}()
-	}
-feed:
-	for _, o := range objs {
-		select {
-		case jobs <- o:
-		case <-ctx.Done():
-			break feed
+	forEach(ctx, objs, workers/4, func() func(store.Object) {
+		buf := make([]byte, bufSize)
+		return func(o store.Object) {
+			n, err := readWhole(ctx, filepath.Join(mnt, o.Key), buf, bar)
+			res.record(o.Key, n, err)
 		}
-	}
-	close(jobs)
-	wg.Wait()
+	})
 	bar.finish()
 	res.elapsed = time.Since(start)
 	return res
@@ -238,7 +231,7 @@ func readWhole(ctx context.Context, path string, buf []byte, bar *progress) (int
 	return total, ctx.Err()
 }
 
-func reportWarm(w io.Writer, r warmResult, interrupted error) error {
+func reportWarm(w io.Writer, r *warmResult, interrupted error) error {
 	rate := float64(r.fetched) / max(r.elapsed.Seconds(), 1e-3)
 	fmt.Fprintf(w, "warmed %d shards: %s fetched, %s already cached, %s, %s/s\n",
 		r.shards-len(r.failed), formatSize(r.fetched), formatSize(r.skipped), r.elapsed.Round(time.Millisecond), formatSize(int64(rate)))

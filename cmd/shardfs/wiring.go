@@ -115,14 +115,8 @@ func (m *mountWiring) Close() {
 // --memory-cache-size and --block-size describe, for one source.
 func openCache(ctx context.Context, c *cli.Context, namespace string, log *slog.Logger) (*cache.Cache, error) {
 	cfg := cache.Config{Dir: c.String("cache-dir"), Namespace: namespace}
-	var err error
-	for _, f := range []struct {
-		name string
-		dst  *int64
-	}{{"cache-size", &cfg.Size}, {"memory-cache-size", &cfg.MemorySize}, {"block-size", &cfg.BlockSize}} {
-		if *f.dst, err = sizeFlag(c, f.name); err != nil {
-			return nil, err
-		}
+	if err := sizeFlagsInto(c, map[string]*int64{"cache-size": &cfg.Size, "memory-cache-size": &cfg.MemorySize, "block-size": &cfg.BlockSize}); err != nil {
+		return nil, err
 	}
 	cc, err := cache.Open(ctx, cfg, log)
 	if err != nil {

@@ -15,24 +15,33 @@ func (s *Scheduler) applyLocked(st *Stream, plan Plan, serveHere bool) {
 	if serveHere {
 		s.coverLocked(st, plan.Need, true, s.affordLocked)
 	}
+	withinShare := func(size int64) bool {
+		return s.waiting == 0 && s.affordLocked(size) && st.heldBytes+size <= s.shareLocked(st)
+	}
 	if !plan.Ahead.Empty() {
-		s.coverLocked(st, plan.Ahead, false, func(size int64) bool {
-			return s.waiting == 0 && s.affordLocked(size) && st.heldBytes+size <= s.shareLocked(st)
-		})
+		s.coverLocked(st, plan.Ahead, false, withinShare)
 	}
 	if plan.Spill > 0 {
-		s.spillLocked(st, plan.Spill)
+		s.spillLocked(st, plan.Spill, func(size int64) bool {
+			return withinShare(size) && s.specInUse+size <= s.cfg.Memory/2
+		})
 	}
 	s.checkLocked()
 }
 
 // coverLocked makes st hold every part over r, starting GETs for the gaps
-// while afford allows.
+// while afford allows. Read-ahead (not urgent) skips cached blocks.
 func (s *Scheduler) coverLocked(st *Stream, r Range, urgent bool, afford func(size int64) bool) {
 	for pos := r.Start; pos < r.End; {
 		p := s.partAt(st.o, pos)
 		if p == nil {
 			gap := s.gapLocked(st.o, pos, r.End)
+			if !urgent {
+				if gap = s.uncachedLocked(st.o, gap); gap.Empty() {
+					pos = gap.End + s.cfg.BlockSize
+					continue
+				}
+			}
 			if !afford(s.chargeOf(gap)) {
 				return
 			}
@@ -45,14 +54,16 @@ func (s *Scheduler) coverLocked(st *Stream, r Range, urgent bool, afford func(si
 
 // spillLocked prefetches the start of the objects after st's in listing
 // order: the part of st's window that reaches past its end, and at least
-// the first part of each of the next NextShards objects.
-func (s *Scheduler) spillLocked(st *Stream, spill int64) {
+// the first part of each of the next NextShards objects. It is st's
+// read-ahead carried on, so it draws on st's share as its window shrinks.
+func (s *Scheduler) spillLocked(st *Stream, spill int64, afford func(size int64) bool) {
 	i, ok := s.orderIndex[st.obj.Key]
 	if !ok || s.cfg.NextShards <= 0 {
 		return
 	}
 	for _, next := range s.order[i+1 : min(i+1+s.cfg.NextShards, len(s.order))] {
-		s.prefetchStartLocked(next, min(max(spill, s.cfg.PartSize), next.Size), specNext)
+		// Whole parts, as for the window itself.
+		s.prefetchStartLocked(next, min(ceilTo(max(spill, 1), s.cfg.PartSize), next.Size), specNext, afford)
 		spill = max(spill-next.Size, 0)
 	}
 }
@@ -62,7 +73,7 @@ func (s *Scheduler) spillLocked(st *Stream, spill int64) {
 func (s *Scheduler) pumpHintsLocked() {
 	for len(s.hints) > 0 && !s.closed {
 		obj := s.hints[0]
-		if !s.prefetchStartLocked(obj, min(s.cfg.PartSize, obj.Size), specHint) {
+		if !s.prefetchStartLocked(obj, min(s.cfg.PartSize, obj.Size), specHint, s.affordHintLocked) {
 			return
 		}
 		s.hints[0] = store.Object{}
@@ -71,9 +82,9 @@ func (s *Scheduler) pumpHintsLocked() {
 }
 
 // prefetchStartLocked has the first want bytes of obj fetched or in flight
-// for a stream yet to open it, as far as the budget allows, and reports
-// whether all of it is. Objects already open are left to their streams.
-func (s *Scheduler) prefetchStartLocked(obj store.Object, want int64, kind specKind) bool {
+// for a stream yet to open it, as far as afford allows, and reports whether
+// all of it is. Objects already open are left to their streams.
+func (s *Scheduler) prefetchStartLocked(obj store.Object, want int64, kind specKind, afford func(size int64) bool) bool {
 	o := s.objectLocked(obj)
 	defer s.tidyLocked(o)
 	if o.streams > 0 {
@@ -85,8 +96,12 @@ func (s *Scheduler) prefetchStartLocked(obj store.Object, want int64, kind specK
 			pos = p.end
 			continue
 		}
-		gap := s.gapLocked(o, pos, want)
-		if !s.affordSpecLocked(s.chargeOf(gap)) {
+		gap := s.uncachedLocked(o, s.gapLocked(o, pos, want))
+		if gap.Empty() {
+			pos = gap.End + s.cfg.BlockSize
+			continue
+		}
+		if !afford(s.chargeOf(gap)) {
 			return false
 		}
 		p := s.newPartLocked(o, gap, false, true)
@@ -101,4 +116,18 @@ func (s *Scheduler) prefetchStartLocked(obj store.Object, want int64, kind specK
 		pos = gap.End
 	}
 	return true
+}
+
+// uncachedLocked cuts gap (block-aligned) at its first block the cache
+// holds. An empty result starts and ends at that cached block.
+func (s *Scheduler) uncachedLocked(o *object, gap Range) Range {
+	if s.cache == nil {
+		return gap
+	}
+	for b := gap.Start; b < gap.End; b += s.cfg.BlockSize {
+		if s.cache.Contains(o.obj, b) {
+			return Range{gap.Start, b}
+		}
+	}
+	return gap
 }

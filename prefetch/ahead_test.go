@@ -145,3 +145,36 @@ func TestObserveMovesTheWindow(t *testing.T) {
 		t.Fatalf("observed reads held the whole budget (%d): consumed parts not released", stats.PeakInUseBytes)
 	}
 }
+
+// warmCache is a Cache that already holds every block of some objects.
+type warmCache struct {
+	*recordingSink
+	warm map[string]bool
+}
+
+func (c warmCache) Contains(obj store.Object, off int64) bool {
+	return c.warm[obj.Key] || c.has(obj.Key, off)
+}
+
+// TestWarmCacheCostsNoGETs: over objects the cache already holds, reads
+// served from the cache (Observe) start no read-ahead, and reaching the
+// end of one object prefetches nothing of a next one that is cached.
+func TestWarmCacheCostsNoGETs(t *testing.T) {
+	cfg := smallConfig()
+	f := &fakeFetcher{}
+	cache := warmCache{newRecordingSink(t, cfg.BlockSize), map[string]bool{"a": true, "b": true}}
+	s := newTestScheduler(t, cfg, f, cache)
+	a, b := fakeObject("a", 1<<20), fakeObject("b", 1<<20)
+	s.SetOrder([]store.Object{a, b})
+	st := s.Open(a)
+	defer st.Close()
+	for off := int64(0); off < a.Size; off += 4096 {
+		st.Observe(off, 4096)
+	}
+	if n := f.gets.Load(); n != 0 {
+		t.Fatalf("%d GETs for reads over a warm cache", n)
+	}
+	if n := s.Stats().NextParts; n != 0 {
+		t.Fatalf("%d parts prefetched for a cached next object", n)
+	}
+}

@@ -13,10 +13,10 @@ func (s *Scheduler) shareLocked(st *Stream) int64 {
 // affordLocked reports whether size more bytes fit in the budget now.
 func (s *Scheduler) affordLocked(size int64) bool { return s.inUse+size <= s.cfg.Memory }
 
-// affordSpecLocked is affordLocked for prefetch of objects nobody has open,
-// which may use at most half the budget so open streams keep the rest, and
-// never takes budget that a read is waiting for.
-func (s *Scheduler) affordSpecLocked(size int64) bool {
+// affordHintLocked is affordLocked for hinted objects, which together may
+// use at most half the budget so open streams keep the rest, and never
+// take budget that a read is waiting for.
+func (s *Scheduler) affordHintLocked(size int64) bool {
 	return s.waiting == 0 && s.affordLocked(size) && s.specInUse+size <= s.cfg.Memory/2
 }
 

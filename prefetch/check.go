@@ -8,9 +8,12 @@ func (s *Scheduler) checkLocked() {
 	if !invariants {
 		return
 	}
-	var live, spec, dying int64
+	var live, spec, dying, allocated int64
 	for p := range s.live {
 		live += p.size
+		if p.buf != nil {
+			allocated += p.size
+		}
 		if p.spec != specNone {
 			spec += p.size
 		}
@@ -32,7 +35,9 @@ func (s *Scheduler) checkLocked() {
 		panic("prefetch: prefetch budget differs from its parts")
 	case dying != s.dying:
 		panic("prefetch: dying budget differs from its parts")
-	case s.inUse+s.pool.bytes > s.cfg.Memory:
+	case allocated != s.allocated:
+		panic("prefetch: allocated bytes differ from the buffers of live parts")
+	case s.allocated > s.inUse || s.inUse > s.cfg.Memory || s.allocated+s.pool.bytes > s.cfg.Memory:
 		panic("prefetch: parts and pool exceed the memory budget")
 	}
 	holding := 0

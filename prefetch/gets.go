@@ -50,6 +50,8 @@ func (s *Scheduler) startLocked(p *part) {
 	s.running++
 	p.started = true
 	p.buf = s.pool.get(p.size)
+	s.allocated += p.size
+	s.pool.trim(s.cfg.Memory - s.allocated)
 	ctx, cancel := context.WithCancel(s.ctx)
 	p.cancel = cancel
 	s.wg.Add(1)

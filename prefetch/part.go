@@ -105,7 +105,6 @@ func (s *Scheduler) newPartLocked(o *object, r Range, urgent, ahead bool) *part 
 	}
 	s.live[p] = struct{}{}
 	s.inUse += p.size
-	s.pool.trim(s.cfg.Memory - s.inUse)
 	s.stats.PeakInUseBytes = max(s.stats.PeakInUseBytes, s.inUse)
 	s.enqueueLocked(p)
 	return p
@@ -154,7 +153,9 @@ func (s *Scheduler) freeLocked(p *part) {
 	}
 	p.freed = true
 	if p.buf != nil {
+		s.allocated -= p.size
 		s.pool.put(p.buf)
+		s.pool.trim(s.cfg.Memory - s.allocated)
 		p.buf = nil
 	}
 	delete(s.live, p)
@@ -162,7 +163,6 @@ func (s *Scheduler) freeLocked(p *part) {
 	if p.dying {
 		s.dying -= p.size
 	}
-	s.pool.trim(s.cfg.Memory - s.inUse)
 	s.notifyLocked()
 	s.pumpHintsLocked()
 }

@@ -25,6 +25,10 @@ type Plan struct {
 // the last is as likely a random hit as a stream.
 const minSequentialRun = 2
 
+// growthDivisor: the window doubles each time the reader consumes
+// window/growthDivisor bytes.
+const growthDivisor = 8
+
 // Policy decides read-ahead for one handle from the offsets and sizes of its
 // reads alone. It does no I/O, starts nothing and reads no clock, so every
 // decision is reproducible from the sequence of reads.
@@ -36,7 +40,7 @@ const minSequentialRun = 2
 // run at once (loaders read shards from the start, and the first byte should
 // not wait for proof); any other run needs minSequentialRun reads. A
 // sequential window starts at one block and doubles each time the reader
-// has consumed half of it, up to MaxPrefetch. A read far from the front is a
+// consumes an eighth of it, up to MaxPrefetch. A read far from the front is a
 // seek: the run restarts in random mode, where a read fetches only the
 // blocks it touches.
 type Policy struct {
@@ -110,10 +114,12 @@ func (p *Policy) startSequential() {
 	p.grownAt = p.front
 }
 
-// grow doubles the window once the reader has consumed half of it, so the
-// window stays about twice what the stream has shown it will read.
+// grow doubles the window each time the reader consumes an eighth of it
+// (and at least a block): the window stays about eight times what the
+// stream has shown it will read, so it ramps up within a few round trips
+// while a short run after a seek wastes little.
 func (p *Policy) grow() {
-	if p.front-p.grownAt >= p.window/2 {
+	if p.front-p.grownAt >= max(p.window/growthDivisor, p.blockSize) {
 		p.window = min(2*p.window, p.maxWindow)
 		p.grownAt = p.front
 	}

@@ -33,7 +33,7 @@ func TestPolicy(t *testing.T) {
 			want:  Plan{Sequential: true, Need: Range{0, K}, Ahead: Range{K, 2 * K}, Keep: Range{0, 2 * K}, Window: K},
 		},
 		{
-			name: "window doubles after half of it is consumed", size: big,
+			name: "window doubles as the reader consumes it", size: big,
 			reads: seqReads(0, K, 2),
 			want:  Plan{Sequential: true, Need: Range{K, 2 * K}, Ahead: Range{2 * K, 4 * K}, Keep: Range{0, 4 * K}, Window: 2 * K},
 		},
@@ -90,7 +90,7 @@ func TestPolicy(t *testing.T) {
 				Spill: 16 * K, Window: 16 * K},
 		},
 		{
-			name: "primed handle continues the window from 0", size: big, prime: 8 * K,
+			name: "primed handle continues the window from 0", size: big, prime: 4 * K,
 			reads: seqReads(0, K, 1),
 			want:  Plan{Sequential: true, Need: Range{0, K}, Ahead: Range{K, 12 * K}, Keep: Range{0, 12 * K}, Window: 8 * K},
 		},

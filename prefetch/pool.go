@@ -2,8 +2,9 @@ package prefetch
 
 // bufPool keeps freed part buffers for reuse, by capacity, so a streaming
 // mount does not hand the garbage collector a part's worth of memory per
-// GET. The scheduler trims it so that live parts plus pooled buffers never
-// pass Config.Memory: what the pool keeps is memory the process holds.
+// GET. The scheduler trims it so that the buffers of started parts plus
+// pooled buffers never pass Config.Memory: what the pool keeps is memory
+// the process holds.
 type bufPool struct {
 	free  map[int64][][]byte // by capacity
 	bytes int64

@@ -23,6 +23,16 @@ type Sink interface {
 	PutRange(obj store.Object, off int64, data []byte)
 }
 
+// Cache is a Sink that can also say which blocks it holds. When the Sink
+// given to NewScheduler is a Cache, read-ahead and the prefetch of objects
+// not yet open skip blocks it already has (a second epoch over a warm cache
+// costs no GETs); a read that asks a Stream for such a block still gets it.
+// Contains is called with the scheduler's lock held and must not call back.
+type Cache interface {
+	Sink
+	Contains(obj store.Object, off int64) bool // whether the block at off (a multiple of BlockSize) is cached
+}
+
 // ErrClosed is returned by reads on a closed Stream or Scheduler.
 var ErrClosed = errors.New("prefetch: closed")
 
@@ -35,6 +45,7 @@ type Scheduler struct {
 	cfg    Config
 	fetch  Fetcher
 	sink   Sink
+	cache  Cache // sink, when it can answer Contains
 	log    *slog.Logger
 	ctx    context.Context // cancelled by Close; parent of every GET
 	cancel context.CancelFunc
@@ -58,6 +69,7 @@ type Scheduler struct {
 	running    int            // GETs in progress
 	queue      [2][]*part     // parts waiting for a GET slot: urgent, then read-ahead
 	pool       bufPool
+	allocated  int64 // bytes in buffers of started parts; with pool.bytes, at most Memory
 	stats      Stats
 
 	// Test seams, run when a read starts to wait: for budget (under mu),
@@ -76,8 +88,9 @@ func NewScheduler(cfg Config, f Fetcher, sink Sink, log *slog.Logger) *Scheduler
 		log = slog.New(slog.DiscardHandler)
 	}
 	ctx, cancel := context.WithCancel(context.Background())
+	cache, _ := sink.(Cache)
 	return &Scheduler{
-		cfg: cfg, fetch: f, sink: sink, log: log, ctx: ctx, cancel: cancel,
+		cfg: cfg, fetch: f, sink: sink, cache: cache, log: log, ctx: ctx, cancel: cancel,
 		objects:  map[objectID]*object{},
 		streams:  map[*Stream]struct{}{},
 		live:     map[*part]struct{}{},

@@ -1,0 +1,426 @@
+package test
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"net/http/httputil"
+	"net/url"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"syscall"
+	"testing"
+	"time"
+
+	"golang.org/x/sys/unix"
+)
+
+// The fault tests run the mount with short bounds so that a read that
+// cannot succeed fails quickly. One read(2) may take at most the retry
+// budget, plus the attempt that was running when the budget ran out (a
+// stall), plus one backoff; faultMargin absorbs scheduling on a busy box.
+const (
+	faultRetryTimeout = 20 * time.Second
+	faultStallTimeout = 2 * time.Second
+	faultMaxBackoff   = 5 * time.Second
+	faultReadBound    = faultRetryTimeout + faultStallTimeout + faultMaxBackoff
+	faultMargin       = 15 * time.Second
+	faultParallel     = 4       // objects read at once
+	faultChunk        = 1 << 20 // bytes per read(2)
+)
+
+// faultMountFlags keep the RAM tier off, so that a read after the fault
+// reaches the store again, and keep read-ahead modest.
+func faultMountFlags() []string {
+	return []string{
+		"--retry-timeout", faultRetryTimeout.String(), "--stall-timeout", faultStallTimeout.String(),
+		"--memory-cache-size", "0", "--max-prefetch", "32MiB", "--prefetch-memory", "128MiB",
+	}
+}
+
+// readOutcome is how one full read of one object through the mount ended.
+type readOutcome struct {
+	obj      object
+	good     int64         // leading bytes read and found equal to the source
+	err      error         // nil when every byte matched and the size is right
+	failedIn time.Duration // how long the failing read(2) took
+}
+
+// acceptable says whether the outcome is one the mount may give under a
+// fault: the whole file, or EIO within the bound. Never a wrong byte, never
+// another errno, never a read(2) past the bound.
+func (o readOutcome) acceptable() error {
+	switch {
+	case o.err == nil:
+		return nil
+	case errors.Is(o.err, errWrongBytes):
+		return o.err
+	case !errors.Is(o.err, syscall.EIO):
+		return fmt.Errorf("%s: failed after %d good bytes with %v, want EIO", o.obj.key, o.good, o.err)
+	case o.failedIn > faultReadBound+faultMargin:
+		return fmt.Errorf("%s: EIO came after %v, want within %v (+%v margin)", o.obj.key, o.failedIn, faultReadBound, faultMargin)
+	}
+	return nil
+}
+
+var errWrongBytes = errors.New("wrong bytes")
+
+// checkedReader reads one object through the mount in faultChunk reads and
+// compares every chunk with the local copy of the data set. started holds
+// the start of the read(2) in progress (UnixNano), 0 between reads, for the
+// watchdog.
+type checkedReader struct {
+	started atomic.Int64
+}
+
+func (r *checkedReader) read(m *fgMount, o object, fr *faultRun) readOutcome {
+	out := readOutcome{obj: o}
+	f, err := os.Open(m.path(o.key))
+	if err != nil {
+		out.err = err
+		return out
+	}
+	defer f.Close()
+	want, err := os.Open(filepath.Join(e2e.data, filepath.FromSlash(o.key)))
+	if err != nil {
+		out.err = err
+		return out
+	}
+	defer want.Close()
+	got, ref := make([]byte, faultChunk), make([]byte, faultChunk)
+	gate := fr.gate
+	for {
+		start := time.Now()
+		r.started.Store(start.UnixNano())
+		n, err := f.Read(got)
+		took := time.Since(start)
+		r.started.Store(0)
+		if n > 0 {
+			m, _ := io.ReadFull(want, ref[:n])
+			if m != n || !bytes.Equal(got[:n], ref[:n]) {
+				out.err = fmt.Errorf("%s: %w in the %d bytes at offset %d (first difference at +%d)",
+					o.key, errWrongBytes, n, out.good, firstDiff(got[:n], ref[:m]))
+				return out
+			}
+			out.good += int64(n)
+		}
+		switch {
+		case err == io.EOF && out.good == o.size:
+			return out
+		case err == io.EOF:
+			out.err = fmt.Errorf("%s: %w: end of file after %d bytes, want %d", o.key, errWrongBytes, out.good, o.size)
+			return out
+		case err != nil:
+			out.err, out.failedIn = err, took
+			return out
+		}
+		if gate != nil && out.good > 0 {
+			fr.firstOnce.Do(func() { close(fr.firstChunk) })
+			<-gate
+			gate = nil
+		}
+	}
+}
+
+// faultRun reads objects, faultParallel at a time, while a fault is on.
+type faultRun struct {
+	m    *fgMount
+	objs []object
+	// gate, when set, holds every reader after its first chunk until
+	// closed; firstChunk is then closed once any reader has got there.
+	gate       chan struct{}
+	firstChunk chan struct{}
+	firstOnce  sync.Once
+}
+
+// run reads every object once and fails the test for any outcome that is
+// not acceptable. A read(2) that runs past the bound is reported as a hang
+// (the watchdog polls: a blocked read(2) offers nothing to wait on), then
+// release lifts the fault so the run can end.
+func (fr *faultRun) run(t *testing.T, release func()) []readOutcome {
+	t.Helper()
+	readers := make([]checkedReader, faultParallel)
+	outcomes := make([]readOutcome, len(fr.objs))
+	next := make(chan int)
+	done := make(chan struct{})
+	var wg sync.WaitGroup
+	for w := range readers {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := range next {
+				outcomes[i] = readers[w].read(fr.m, fr.objs[i], fr)
+			}
+		}()
+	}
+	go func() {
+		for i := range fr.objs {
+			next <- i
+		}
+		close(next)
+		wg.Wait()
+		close(done)
+	}()
+	watchdog := time.NewTicker(time.Second)
+	defer watchdog.Stop()
+	hung := false
+	for finished := false; !finished; {
+		select {
+		case <-done:
+			finished = true
+		case <-watchdog.C:
+			for w := range readers {
+				if s := readers[w].started.Load(); s != 0 && !hung && time.Since(time.Unix(0, s)) > faultReadBound+faultMargin {
+					hung = true
+					t.Errorf("a read(2) through the mount has been blocked for more than %v (retry timeout %v, stall timeout %v): hang",
+						faultReadBound+faultMargin, faultRetryTimeout, faultStallTimeout)
+					release()
+				}
+			}
+		}
+	}
+	for _, o := range outcomes {
+		if err := o.acceptable(); err != nil {
+			t.Error(err)
+		}
+	}
+	return outcomes
+}
+
+// checkStillServing asserts that the daemon survived the fault: the process
+// runs, the mount is in the mount table, store_retries_total shows the
+// retries, and a later read works: the objects that failed read whole now,
+// and so does the last object with its pages dropped from the page cache.
+func checkStillServing(t *testing.T, m *fgMount, outcomes []readOutcome, wantRetries bool) {
+	t.Helper()
+	select {
+	case <-m.exited:
+		t.Fatalf("shardfs exited during the fault: %v\noutput:\n%s", m.err, m.output.String())
+	default:
+	}
+	if !isMounted(m.dir) {
+		t.Fatalf("%s is no longer mounted after the fault", m.dir)
+	}
+	var again []object
+	failed := 0
+	for _, o := range outcomes {
+		if o.err != nil {
+			again = append(again, o.obj)
+			failed++
+		}
+	}
+	last := outcomes[len(outcomes)-1].obj
+	dropPageCache(t, m.path(last.key))
+	again = append(again, last)
+	checkShards(t, m.dir, again)
+	retries := mountStats(t, m.dir)["store_retries_total"]
+	t.Logf("%d of %d objects failed with EIO during the fault; store_retries_total %v", failed, len(outcomes), retries)
+	if wantRetries && retries <= 0 {
+		t.Errorf("store_retries_total is %v after the fault, want > 0", retries)
+	}
+}
+
+// dropPageCache drops the kernel's cached pages of path, so that the next
+// read goes to the daemon.
+func dropPageCache(t *testing.T, path string) {
+	t.Helper()
+	f, err := os.Open(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	if err := unix.Fadvise(int(f.Fd()), 0, 0, unix.FADV_DONTNEED); err != nil {
+		t.Fatalf("fadvise DONTNEED %s: %v", path, err)
+	}
+}
+
+// TestFaultToxics reads the whole data set through Toxiproxy in front of
+// MinIO while one toxic at a time is on.
+func TestFaultToxics(t *testing.T) {
+	tp := startToxiproxy(t)
+	cases := []struct {
+		name        string
+		toxic       toxic
+		wantRetries bool
+	}{
+		// Up to 3 s between chunks on half the connections: some stall
+		// past --stall-timeout and are retried, the rest are only slow.
+		{"latency-spikes", toxic{Type: "latency", Toxicity: 0.5,
+			Attributes: map[string]any{"latency": 1500, "jitter": 1500}}, false},
+		// Half the connections are reset 200 ms after they open, mid-body
+		// of the large shard's parts or between requests.
+		{"reset-peer", toxic{Type: "reset_peer", Toxicity: 0.5,
+			Attributes: map[string]any{"timeout": 200}}, true},
+		// Half the connections are closed after 300 kB: mid-body.
+		{"limit-data", toxic{Type: "limit_data", Toxicity: 0.5,
+			Attributes: map[string]any{"bytes": 300_000}}, true},
+		// A third of the connections go silent for good: nothing arrives,
+		// nothing closes.
+		{"timeout", toxic{Type: "timeout", Toxicity: 0.3,
+			Attributes: map[string]any{"timeout": 0}}, true},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			p := tp.proxy(t, "minio-"+c.name, e2e.minio.url)
+			m := mountWith(t, e2e.env(), p.url, e2e.source(), faultMountFlags()...)
+			c.toxic.Name = c.name
+			p.add(t, c.toxic)
+			removed := false
+			release := func() {
+				if !removed {
+					removed = true
+					p.remove(t, c.name)
+				}
+			}
+			start := time.Now()
+			outcomes := (&faultRun{m: m, objs: e2e.objects}).run(t, release)
+			t.Logf("full read under %s took %v", c.name, time.Since(start).Round(time.Millisecond))
+			release()
+			checkStillServing(t, m, outcomes, c.wantRetries)
+		})
+	}
+}
+
+// TestFaultStoreRestart stops a MinIO of its own while readers are in the
+// middle of the data set and starts it again on the same port and data.
+func TestFaultStoreRestart(t *testing.T) {
+	const outage = 5 * time.Second // well within --retry-timeout: reads should survive it
+	h := privateStore(t)
+	m := mountWith(t, e2e.env(), h.minio.url, h.source(), faultMountFlags()...)
+	fr := &faultRun{m: m, objs: h.objects, gate: make(chan struct{}), firstChunk: make(chan struct{})}
+	resumed := make(chan struct{})
+	go func() {
+		defer close(resumed)
+		<-fr.firstChunk
+		h.minio.stop()
+		close(fr.gate)
+		<-time.After(outage) // the outage itself, not synchronization
+	}()
+	restarted := make(chan *minioServer, 1)
+	go func() {
+		<-resumed
+		restarted <- restartMinio(t, h.minio)
+	}()
+	outcomes := fr.run(t, func() {})
+	if m2 := <-restarted; m2 == nil {
+		t.Fatal("MinIO did not come back")
+	}
+	checkStillServing(t, m, outcomes, true)
+}
+
+// restartMinio starts old's command again (same port, same data) after it
+// has been stopped; nil when it does not come up. Stopped when the test ends.
+func restartMinio(t *testing.T, old *minioServer) *minioServer {
+	cmd := exec.Command(old.cmd.Path, old.cmd.Args[1:]...)
+	cmd.Env = old.cmd.Env
+	logFile, err := os.OpenFile(old.log, os.O_APPEND|os.O_WRONLY, 0)
+	if err != nil {
+		t.Error(err)
+		return nil
+	}
+	defer logFile.Close()
+	cmd.Stdout, cmd.Stderr = logFile, logFile
+	if err := cmd.Start(); err != nil {
+		t.Errorf("restart minio: %v", err)
+		return nil
+	}
+	m := &minioServer{url: old.url, cmd: cmd, exited: make(chan struct{}), log: old.log}
+	go func() {
+		cmd.Wait()
+		close(m.exited)
+	}()
+	t.Cleanup(m.stop)
+	if err := m.waitReady(60 * time.Second); err != nil {
+		t.Errorf("restarted minio: %v", err)
+		return nil
+	}
+	return m
+}
+
+// slowDownProxy forwards to the shared MinIO but answers every nth object
+// GET itself with 503 SlowDown, as S3 does when a prefix is throttled.
+type slowDownProxy struct {
+	url     string
+	every   int64
+	gets    atomic.Int64
+	refused atomic.Int64
+}
+
+const slowDownBody = `<?xml version="1.0" encoding="UTF-8"?>
+<Error><Code>SlowDown</Code><Message>Please reduce your request rate.</Message><RequestId>SHARDFSTEST</RequestId></Error>`
+
+func startSlowDownProxy(t *testing.T, every int64) *slowDownProxy {
+	t.Helper()
+	target, err := url.Parse(e2e.minio.url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	p := &slowDownProxy{every: every}
+	forward := &httputil.ReverseProxy{Rewrite: func(r *httputil.ProxyRequest) {
+		r.SetURL(target)
+		r.Out.Host = r.In.Host // the client signed this Host
+	}}
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		isObjectGet := r.Method == http.MethodGet && r.Header.Get("Range") != ""
+		if isObjectGet && p.gets.Add(1)%p.every == 0 {
+			p.refused.Add(1)
+			w.Header().Set("Content-Type", "application/xml")
+			w.Header().Set("Retry-After", "1")
+			w.WriteHeader(http.StatusServiceUnavailable)
+			io.WriteString(w, slowDownBody)
+			return
+		}
+		forward.ServeHTTP(w, r)
+	}))
+	t.Cleanup(srv.Close)
+	p.url = srv.URL
+	return p
+}
+
+// TestSlowDown: with every third ranged GET refused with 503 SlowDown,
+// every object still reads whole and correct, and the retries show in the
+// mount's statistics.
+func TestSlowDown(t *testing.T) {
+	p := startSlowDownProxy(t, 3)
+	m := mountWith(t, e2e.env(), p.url, e2e.source(), faultMountFlags()...)
+	var objs []object
+	for _, o := range e2e.objects {
+		if o.size > 0 {
+			objs = append(objs, o)
+		}
+	}
+	outcomes := (&faultRun{m: m, objs: objs}).run(t, func() {})
+	for _, o := range outcomes {
+		if o.err != nil {
+			t.Errorf("%s: %v (a throttled store must slow reads down, not fail them)", o.obj.key, o.err)
+		}
+	}
+	stats := mountStats(t, m.dir)
+	t.Logf("%d ranged GETs, %d answered 503 SlowDown; store_retries_total %v, read_network_wait_seconds_total %v",
+		p.gets.Load(), p.refused.Load(), stats["store_retries_total"], stats["read_network_wait_seconds_total"])
+	if p.refused.Load() == 0 {
+		t.Fatalf("the proxy refused no GET (%d seen): the test did not throttle anything", p.gets.Load())
+	}
+	if stats["store_retries_total"] <= 0 {
+		t.Errorf("store_retries_total is %v after %d SlowDown answers, want > 0", stats["store_retries_total"], p.refused.Load())
+	}
+	if !strings.Contains(m.output.String(), "SlowDown") && !strings.Contains(m.output.String(), "503") {
+		t.Errorf("the mount's log never names the SlowDown cause; log:\n%s", lastLines(m.output.String(), 20))
+	}
+}
+
+// lastLines returns the last n lines of s.
+func lastLines(s string, n int) string {
+	lines := strings.Split(strings.TrimRight(s, "\n"), "\n")
+	if len(lines) > n {
+		lines = lines[len(lines)-n:]
+	}
+	return strings.Join(lines, "\n")
+}

@@ -49,7 +49,6 @@ func Mount(dir string, root *Root, k KernelOptions) (*fuse.Server, error) {
 			MaxBackground: k.MaxBackground,
 			AllowOther:    k.AllowOther,
 			Debug:         k.Debug,
-			DisableXAttrs: true,
 			// Reads are served from memory; splicing 1 MiB plus a header
 			// overflows the default pipe and only falls back to a copy.
 			DisableSplice: true,

@@ -59,23 +59,6 @@ func unescapeMountPath(s string) string {
 	return b.String()
 }
 
-// mountOptions returns the per-mount options (field 6 of mountinfo, e.g.
-// "ro,nosuid,nodev") of the topmost mount on dir, or "" if none.
-func mountOptions(dir string) (string, error) {
-	raw, err := os.ReadFile("/proc/self/mountinfo")
-	if err != nil {
-		return "", err
-	}
-	opts := ""
-	for _, line := range strings.Split(string(raw), "\n") {
-		fields := strings.Fields(line)
-		if len(fields) > 5 && unescapeMountPath(fields[4]) == dir {
-			opts = fields[5]
-		}
-	}
-	return opts, nil
-}
-
 func isMounted(dir string) bool {
 	n, err := mountEntries("/proc/self/mountinfo", dir)
 	return err == nil && n > 0

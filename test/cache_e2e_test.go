@@ -121,6 +121,8 @@ func TestCacheAfterWarmKilled(t *testing.T) {
 	m := mountShardfs(t, e2e.source(), append([]string{"--prefetch-next", "0"}, cache...)...)
 	checkShards(t, m.dir, []object{large})
 	st := mountStats(t, m.dir)
+	t.Logf("killed after %d bytes through the proxy; %d bytes cached; verify: %s; the mount then fetched %v of %d bytes in %v GETs, %v ring hits, %v bytes from the ring",
+		proxy.sentBytes(), cached, lastLine(r.stdout), st["store_bytes_total"], large.size, st["store_gets_total"], st["cache_ring_hits_total"], st["cache_ring_served_bytes_total"])
 	if st["cache_ring_hits_total"] == 0 {
 		t.Errorf("blocks the killed warm completed did not hit: cache_ring_hits_total 0")
 	}
@@ -203,6 +205,7 @@ func TestCacheCorruptRingRefetched(t *testing.T) {
 	m := mountShardfs(t, e2e.source(), cache...)
 	checkShards(t, m.dir, shards)
 	st := mountStats(t, m.dir)
+	t.Logf("verify:\n%smount: %v checksum failures, %v GETs, %v ring hits", r.stdout, st["cache_checksum_failures_total"], st["store_gets_total"], st["cache_ring_hits_total"])
 	if st["cache_checksum_failures_total"] < float64(len(corrupted)) {
 		t.Errorf("cache_checksum_failures_total %v, want at least %d", st["cache_checksum_failures_total"], len(corrupted))
 	}
@@ -269,6 +272,7 @@ func TestCacheStaysWithinSize(t *testing.T) {
 	m.stop(t)
 	size, allocated := dirBytes(t, dir)
 	most, mostAllocated = max(most, size), max(mostAllocated, allocated)
+	t.Logf("cache dir peaked at %d bytes (%d allocated) for --cache-size %d", most, mostAllocated, cacheSize)
 	if most > cacheSize || mostAllocated > cacheSize {
 		t.Errorf("cache dir grew to %d bytes (%d allocated), over --cache-size %d", most, mostAllocated, cacheSize)
 	}
@@ -356,6 +360,7 @@ func TestWarmFailedShardExitsNonZero(t *testing.T) {
 		t.Fatalf("warm with a deleted and a replaced shard: exit %d, %v; want 1\nstdout: %s\nstderr: %s", r.code, r.err, r.stdout, r.stderr)
 	}
 	all := r.stdout + r.stderr
+	t.Logf("warm output:\n%s", all)
 	for _, want := range []string{`failed: b\.bin`, `failed: c\.bin`, `2 of 4 shards failed`} {
 		if !regexp.MustCompile(want).MatchString(all) {
 			t.Errorf("warm summary does not match %q:\n%s", want, all)

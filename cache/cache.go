@@ -138,6 +138,12 @@ func (c *Cache) Has(obj store.Object, index int64) bool {
 	return false
 }
 
+// Contains reports whether the block holding byte off of obj is cached;
+// read-ahead asks it so as not to fetch what the cache already has.
+func (c *Cache) Contains(obj store.Object, off int64) bool {
+	return c.Has(obj, off/c.cfg.BlockSize)
+}
+
 // Stats returns a snapshot of the counters.
 func (c *Cache) Stats() Stats {
 	s := c.stats.snapshot()

@@ -25,6 +25,9 @@ type BlockCache interface {
 // Stream is one handle's read-ahead stream. prefetch.Stream satisfies it.
 type Stream interface {
 	ReadAt(ctx context.Context, p []byte, off int64) (int, error)
+	// Observe tells the stream of a read served elsewhere (the cache), so
+	// its window moves on and it lets go of parts that read consumed.
+	Observe(off, n int64)
 	Close()
 }
 
@@ -81,18 +84,28 @@ func (s *readState) close() {
 	}
 }
 
-// chain asks each reader in order.
-type chain []reader
+// chain asks each reader in order. When reads are served by the cache
+// the handle's stream still hears of them (pf set), so read-ahead keeps
+// pace with the reader and next-shard prefetch fires on cached shards too.
+type chain struct {
+	readers []reader
+	pf      Prefetcher
+}
 
-// It returns the tier of the reader that served.
+// readAt returns the tier of the reader that served.
 func (c chain) readAt(ctx context.Context, h *readState, p []byte, off int64) (int, string, error) {
 	if off >= h.obj.Size || len(p) == 0 {
 		return 0, TierCache, io.EOF
 	}
-	for _, r := range c {
+	for _, r := range c.readers {
 		n, err := r.readAt(ctx, h, p, off)
 		if errors.Is(err, errDecline) {
 			continue
+		}
+		if _, cached := r.(cacheReader); cached && c.pf != nil && n > 0 {
+			if st := h.openStream(c.pf); st != nil {
+				st.Observe(off, int64(n))
+			}
 		}
 		return n, r.tier(), err
 	}
@@ -101,14 +114,14 @@ func (c chain) readAt(ctx context.Context, h *readState, p []byte, off int64) (i
 
 // newChain assembles the readers that are configured, fastest first.
 func newChain(st store.Store, cache BlockCache, pf Prefetcher, blockSize int64) chain {
-	var c chain
+	c := chain{pf: pf}
 	if cache != nil {
-		c = append(c, cacheReader{cache})
+		c.readers = append(c.readers, cacheReader{cache})
 	}
 	if pf != nil {
-		c = append(c, streamReader{pf})
+		c.readers = append(c.readers, streamReader{pf})
 	} else {
-		c = append(c, directReader{st: st, cache: cache, blockSize: blockSize})
+		c.readers = append(c.readers, directReader{st: st, cache: cache, blockSize: blockSize})
 	}
 	return c
 }

@@ -25,9 +25,13 @@ type KernelOptions struct {
 	Debug         bool
 }
 
-// DefaultKernelOptions are tuned for streaming large shards.
+// DefaultKernelOptions are tuned for streaming large shards. The bdi
+// read-ahead is left at the kernel's default: measured on a 286 MiB shard,
+// a 16 MiB or 1 MiB read_ahead_kb made the kernel send so many parallel,
+// reordered reads that read-ahead fetched 2.2x the file and ran 1.5-3x
+// slower; with the default it fetched the file exactly once.
 func DefaultKernelOptions() KernelOptions {
-	return KernelOptions{MaxRequest: 1 << 20, MaxReadAhead: 1 << 20, MaxBackground: 64, ReadAheadKB: 16 << 10}
+	return KernelOptions{MaxRequest: 1 << 20, MaxReadAhead: 1 << 20, MaxBackground: 64}
 }
 
 // Mount mounts root at dir and returns once the kernel has the mount. The

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"log/slog"
 	"os"
+	"runtime/debug"
 
 	"github.com/urfave/cli/v2"
 
@@ -60,6 +61,7 @@ func newMountWiring(ctx context.Context, c *cli.Context, source, mountpoint stri
 		return nil, err
 	}
 	m.closers = append(m.closers, m.prefetch.Close)
+	setMemoryLimit(c, m.prefetch.Config().Memory, log)
 	m.metrics = metrics.New()
 	registerPrefetchMetrics(m.metrics, m.prefetch)
 	registerCacheMetrics(m.metrics, m.cache)
@@ -126,4 +128,18 @@ func openCache(ctx context.Context, c *cli.Context, namespace string, log *slog.
 		return nil, fmt.Errorf("cache: %w", err)
 	}
 	return cc, nil
+}
+
+// setMemoryLimit tells the Go runtime what the daemon is meant to hold: the
+// read-ahead budget, the RAM tier and some room for everything else. Freed
+// part buffers are then returned promptly instead of when the heap doubles.
+func setMemoryLimit(c *cli.Context, prefetchMemory int64, log *slog.Logger) {
+	ram, err := sizeFlag(c, "memory-cache-size")
+	if err != nil {
+		return
+	}
+	const overhead = 128 << 20
+	limit := prefetchMemory + ram + overhead
+	debug.SetMemoryLimit(limit)
+	log.Debug("memory limit", "bytes", limit)
 }

@@ -1,0 +1,101 @@
+"""A map-style Dataset over .tar shards: index once, then os.pread each sample.
+
+Building the index reads only the tar headers (tarfile seeks over the member
+data), and records for every sample the shard and the (offset, size) of each
+of its members. dataset[i] then costs one pread per member and works with any
+sampler: shuffling, DistributedSampler for ranks, a plain DataLoader. On a
+shardfs mount a random pread fetches only the cache blocks it touches.
+
+    from torch.utils.data import DataLoader
+    from mapstyle import TarIndexDataset
+    ds = TarIndexDataset("/mnt/wds", index_path="/tmp/wds.index.json")
+    loader = DataLoader(ds, batch_size=None, shuffle=True, num_workers=4)
+
+The index can be saved (index_path) so later runs and other ranks skip the
+header scan. File descriptors are opened lazily in each worker process.
+"""
+
+import json
+import os
+import tarfile
+
+from torch.utils.data import Dataset
+
+from webdataset import decode_member, find_shards, split_key
+
+
+def index_shard(path):
+    """Returns [(key, {ext: (offset, size)})] for the samples of one shard, in order."""
+    samples = []
+    with tarfile.open(path, mode="r:") as tar:
+        for member in tar:
+            if not member.isfile():
+                continue
+            key, ext = split_key(member.name)
+            if not samples or samples[-1][0] != key:
+                samples.append((key, {}))
+            samples[-1][1][ext] = (member.offset_data, member.size)
+    return samples
+
+
+def build_index(root):
+    """Indexes every .tar under root: {"root", "shards": [relpath], "samples": [[shard, key, members]]}."""
+    shards = find_shards(root)
+    samples = []
+    for s, path in enumerate(shards):
+        samples += [[s, key, members] for key, members in index_shard(path)]
+    return {"root": os.path.abspath(root), "shards": [os.path.relpath(p, root) for p in shards], "samples": samples}
+
+
+class TarIndexDataset(Dataset):
+    """dataset[i] -> {"__key__", "__shard__", ext: decoded member, ...}."""
+
+    def __init__(self, root, index_path=None, decode=decode_member):
+        self.root = root
+        self.decode = decode
+        index = None
+        if index_path and os.path.exists(index_path):
+            with open(index_path) as f:
+                index = json.load(f)
+        if index is None:
+            index = build_index(root)
+            if index_path:
+                tmp = index_path + ".tmp"
+                with open(tmp, "w") as f:
+                    json.dump(index, f)
+                os.replace(tmp, index_path)
+        self.shards = [os.path.join(root, rel) for rel in index["shards"]]
+        self.samples = index["samples"]
+        self._fds = {}
+        self._pid = None
+
+    def __len__(self):
+        return len(self.samples)
+
+    def _fd(self, shard):
+        # Descriptors must not cross fork(): each worker opens its own.
+        if self._pid != os.getpid():
+            self._fds, self._pid = {}, os.getpid()
+        fd = self._fds.get(shard)
+        if fd is None:
+            fd = self._fds[shard] = os.open(self.shards[shard], os.O_RDONLY)
+        return fd
+
+    def __getitem__(self, i):
+        shard, key, members = self.samples[i]
+        fd = self._fd(shard)
+        sample = {"__key__": key, "__shard__": self.shards[shard]}
+        for ext, (offset, size) in members.items():
+            data = os.pread(fd, size, offset)
+            while len(data) < size:  # pread may return short; never at EOF inside a member
+                more = os.pread(fd, size - len(data), offset + len(data))
+                if not more:
+                    raise OSError(f"{self.shards[shard]}: member {key}.{ext} truncated at {len(data)} of {size} bytes")
+                data += more
+            sample[ext] = self.decode(ext, data)
+        return sample
+
+    def __del__(self):
+        if self._pid == os.getpid():
+            for fd in self._fds.values():
+                os.close(fd)

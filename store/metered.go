@@ -2,7 +2,6 @@ package store
 
 import (
 	"context"
-	"errors"
 	"io"
 	"sync/atomic"
 	"time"
@@ -50,7 +49,7 @@ func (m *Metered) ReadRange(ctx context.Context, obj Object, off int64, p []byte
 	d := time.Since(start)
 	m.C.GETNanos.Add(int64(d))
 	m.C.BytesRead.Add(int64(n))
-	if errors.Is(err, io.EOF) {
+	if err == io.EOF {
 		m.count(nil)
 	} else {
 		m.count(err)

@@ -84,3 +84,28 @@ func TestRetryPassesEOFThrough(t *testing.T) {
 		t.Fatalf("ReadRange past end = %d, %v; want 2, io.EOF", n, err)
 	}
 }
+
+func TestRetryRetriesWrappedEOF(t *testing.T) {
+	// A connection closed before the response reads as `Get "...": EOF`:
+	// a transport failure, not the end of the object.
+	mem := storetest.NewMem()
+	data := []byte("0123456789")
+	mem.Put("a", data)
+	failures := 1
+	mem.Hook = func(string, int64, int) error {
+		if failures > 0 {
+			failures--
+			return fmt.Errorf(`Get "http://store/a": %w`, io.EOF)
+		}
+		return nil
+	}
+	r := store.WithRetry(mem, fastPolicy(3), slog.New(slog.DiscardHandler))
+	obj, _ := r.Stat(context.Background(), "a")
+	p := make([]byte, 10)
+	if n, err := r.ReadRange(context.Background(), obj, 0, p); err != nil || n != 10 || !bytes.Equal(p, data) {
+		t.Fatalf("ReadRange = %d, %v; want the whole object after a retry", n, err)
+	}
+	if r.Retries() != 1 {
+		t.Fatalf("retries = %d, want 1", r.Retries())
+	}
+}

@@ -53,6 +53,7 @@ func NewS3(ctx context.Context, src Source, opts S3Options) (*S3, error) {
 		t.MaxIdleConns = opts.MaxConns * 2
 		t.MaxIdleConnsPerHost = opts.MaxConns
 		t.IdleConnTimeout = 90 * time.Second
+		t.ResponseHeaderTimeout = opts.StallTimeout
 	}).WithDialerOptions(func(d *net.Dialer) {
 		d.Timeout = 5 * time.Second
 	})
@@ -153,6 +154,10 @@ func (s *S3) ReadRange(ctx context.Context, obj Object, off int64, p []byte) (in
 	}
 	ctx, cancel := context.WithCancelCause(ctx)
 	defer cancel(nil)
+	// The stall timer is armed before the request: a server that accepts
+	// the connection and never answers is as stalled as a silent body.
+	watch := newStallWatch(s.stall, cancel)
+	defer watch.stop()
 	out, err := s.client.GetObject(ctx, &s3.GetObjectInput{
 		Bucket:  aws.String(s.bucket),
 		Key:     aws.String(s.prefix + obj.Key),
@@ -160,12 +165,13 @@ func (s *S3) ReadRange(ctx context.Context, obj Object, off int64, p []byte) (in
 		IfMatch: aws.String(obj.ETag),
 	})
 	if err != nil {
+		if cause := context.Cause(ctx); errors.Is(cause, errStalled) {
+			err = fmt.Errorf("no response in %s: %w", s.stall, cause)
+		}
 		return 0, s.wrap("read "+obj.Key, err)
 	}
 	defer out.Body.Close()
-	body := newStallReader(out.Body, s.stall, cancel)
-	defer body.stop()
-	n, err := io.ReadFull(body, p[:want])
+	n, err := io.ReadFull(watch.reader(out.Body), p[:want])
 	if err != nil {
 		if cause := context.Cause(ctx); errors.Is(cause, errStalled) {
 			err = cause

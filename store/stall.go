@@ -8,45 +8,50 @@ import (
 	"time"
 )
 
-// errStalled is the cause given when a body yields no byte for the stall
-// timeout. It is retryable: a fresh GET usually gets a healthy connection.
-var errStalled = errors.New("body stalled")
+// errStalled is the cause given when a request gets no response, or its
+// body yields no byte, for the stall timeout. It is retryable: a fresh GET
+// usually gets a healthy connection.
+var errStalled = errors.New("stalled")
 
-// stallReader cancels a request whose body stops delivering bytes. A
-// timer is armed before each Read and disarmed when the Read returns.
-type stallReader struct {
-	r       io.Reader
+// stallWatch cancels a request that makes no progress: armed when the
+// request starts, re-armed around every Read of its body.
+type stallWatch struct {
 	timeout time.Duration
-	cancel  context.CancelCauseFunc
-
-	mu    sync.Mutex
-	timer *time.Timer
+	mu      sync.Mutex
+	timer   *time.Timer
 }
 
-func newStallReader(r io.Reader, timeout time.Duration, cancel context.CancelCauseFunc) *stallReader {
-	return &stallReader{r: r, timeout: timeout, cancel: cancel}
+func newStallWatch(timeout time.Duration, cancel context.CancelCauseFunc) *stallWatch {
+	return &stallWatch{timeout: timeout, timer: time.AfterFunc(timeout, func() { cancel(errStalled) })}
 }
 
-func (s *stallReader) Read(p []byte) (int, error) {
-	s.mu.Lock()
-	if s.timer == nil {
-		s.timer = time.AfterFunc(s.timeout, func() { s.cancel(errStalled) })
-	} else {
-		s.timer.Reset(s.timeout)
-	}
-	s.mu.Unlock()
+// reader wraps a body so that each Read must start delivering within the
+// timeout.
+func (w *stallWatch) reader(r io.Reader) io.Reader { return stallReader{r: r, w: w} }
+
+func (w *stallWatch) rearm() {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	w.timer.Reset(w.timeout)
+}
+
+// stop disarms the watch for good.
+func (w *stallWatch) stop() {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	w.timer.Stop()
+}
+
+type stallReader struct {
+	r io.Reader
+	w *stallWatch
+}
+
+func (s stallReader) Read(p []byte) (int, error) {
+	s.w.rearm()
 	n, err := s.r.Read(p)
-	s.mu.Lock()
-	s.timer.Stop()
-	s.mu.Unlock()
-	return n, err
-}
-
-// stop disarms the timer for good.
-func (s *stallReader) stop() {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if s.timer != nil {
-		s.timer.Stop()
+	if n > 0 {
+		s.w.rearm()
 	}
+	return n, err
 }

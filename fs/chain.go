@@ -61,6 +61,26 @@ type readState struct {
 	mu     sync.Mutex
 	stream Stream // opened on the first read that reaches the prefetch link
 	closed bool
+
+	last lastBlock // the cache block the previous cache hit read
+}
+
+// lastBlock keeps the one cache block a handle read last. The kernel reads
+// in requests smaller than a block (128 KiB with its default read-ahead);
+// without it, each request would read and checksum the whole block again.
+type lastBlock struct {
+	mu   sync.Mutex
+	off  int64
+	data []byte // empty when it holds nothing
+}
+
+// serve copies [off, off+len(q)) from the kept block if it holds all of it.
+func (b *lastBlock) serve(q []byte, off int64) bool {
+	if len(b.data) == 0 || off < b.off || off+int64(len(q)) > b.off+int64(len(b.data)) {
+		return false
+	}
+	copy(q, b.data[off-b.off:])
+	return true
 }
 
 // openStream returns the handle's stream, opening it on first use; nil
@@ -78,6 +98,9 @@ func (s *readState) close() {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.closed = true
+	s.last.mu.Lock()
+	s.last.data = nil
+	s.last.mu.Unlock()
 	if s.stream != nil {
 		s.stream.Close()
 		s.stream = nil
@@ -116,7 +139,7 @@ func (c chain) readAt(ctx context.Context, h *readState, p []byte, off int64) (i
 func newChain(st store.Store, cache BlockCache, pf Prefetcher, blockSize int64) chain {
 	c := chain{pf: pf}
 	if cache != nil {
-		c.readers = append(c.readers, cacheReader{cache})
+		c.readers = append(c.readers, cacheReader{cache: cache, blockSize: blockSize})
 	}
 	if pf != nil {
 		c.readers = append(c.readers, streamReader{pf})
@@ -134,21 +157,53 @@ func clip(obj store.Object, p []byte, off int64) ([]byte, bool) {
 	return p, false
 }
 
-// cacheReader serves reads whose blocks are all cached.
-type cacheReader struct{ cache BlockCache }
+// cacheReader serves reads whose blocks are all cached. A read inside one
+// block reads the whole block once into the handle's lastBlock.
+type cacheReader struct {
+	cache     BlockCache
+	blockSize int64
+}
 
 func (cacheReader) tier() string { return TierCache }
 
 func (r cacheReader) readAt(ctx context.Context, h *readState, p []byte, off int64) (int, error) {
 	q, short := clip(h.obj, p, off)
-	n, ok := r.cache.ReadAt(h.obj, q, off)
-	if !ok {
-		return 0, errDecline
+	if !r.readBlockwise(h, q, off) {
+		if _, ok := r.cache.ReadAt(h.obj, q, off); !ok {
+			return 0, errDecline
+		}
 	}
 	if short {
-		return n, io.EOF
+		return len(q), io.EOF
 	}
-	return n, nil
+	return len(q), nil
+}
+
+// readBlockwise serves q through the handle's kept block when q lies in
+// one block; false when it does not, or the block is not cached.
+func (r cacheReader) readBlockwise(h *readState, q []byte, off int64) bool {
+	bs := r.blockSize
+	start := off / bs * bs
+	if bs <= 0 || off+int64(len(q)) > start+bs {
+		return false
+	}
+	b := &h.last
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if b.serve(q, off) {
+		return true
+	}
+	size := min(bs, h.obj.Size-start)
+	if int64(cap(b.data)) < size {
+		b.data = make([]byte, bs)
+	}
+	b.data = b.data[:size]
+	if _, ok := r.cache.ReadAt(h.obj, b.data, start); !ok {
+		b.data = b.data[:0]
+		return false
+	}
+	b.off = start
+	return b.serve(q, off)
 }
 
 // streamReader reads through the handle's prefetch stream.

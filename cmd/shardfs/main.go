@@ -45,6 +45,7 @@ func newApp() *cli.App {
 			cacheCommand(),
 			warmCommand(),
 			gpusCommand(),
+			benchCommand(),
 			versionCommand(),
 		},
 		HideHelpCommand: true,

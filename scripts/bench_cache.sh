@@ -30,14 +30,10 @@ MNT=$BENCH/mnt
 CACHE_DIR=$BENCH/cache
 export SHARDFS_MINIO_STATE=$BENCH/minio.env
 
-mounted() { grep -qF " $MNT " /proc/self/mountinfo; }
-
 cleanup() {
 	local rc=$?
 	trap - EXIT INT TERM
-	if mounted; then
-		"$BIN" unmount "$MNT" 2>/dev/null || fusermount3 -u -z "$MNT" 2>/dev/null || true
-	fi
+	unmount_quietly "$BIN" "$MNT"
 	bash scripts/minio.sh stop 2>/dev/null || true
 	rm -rf "$BENCH/shards" "$CACHE_DIR"
 	[ $rc -eq 0 ] || log "bench_cache FAILED (exit $rc); mount log: $BENCH/shardfs.log"
@@ -86,7 +82,7 @@ dd_bytes=$((per * READERS * (8 << 20)))
 mount_rates=() dd_rates=()
 for round in $(seq 1 "$ROUNDS"); do
 	"$BIN" mount "s3://$BUCKET/$PREFIX" "$MNT" "${cache_flags[@]}" "${MOUNT_FLAGS[@]}" --log-file "$BENCH/shardfs.log"
-	mounted || die "shardfs mount returned but $MNT is not mounted"
+	is_mounted "$MNT" || die "shardfs mount returned but $MNT is not mounted"
 	pid=$(stat_value shardfs_daemon_pid)
 	drop_caches
 	cached_before=$(kib_of /proc/meminfo Cached)

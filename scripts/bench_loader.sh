@@ -34,14 +34,10 @@ MNT=$BENCH/mnt
 export SHARDFS_MINIO_STATE=$BENCH/minio.env
 TOXI_PID=
 
-mounted() { grep -qF " $MNT " /proc/self/mountinfo; }
-
 cleanup() {
 	local rc=$?
 	trap - EXIT INT TERM
-	if mounted; then
-		"$BIN" unmount "$MNT" 2>/dev/null || fusermount3 -u -z "$MNT" 2>/dev/null || true
-	fi
+	unmount_quietly "$BIN" "$MNT"
 	[ -z "$TOXI_PID" ] || { kill "$TOXI_PID" 2>/dev/null && wait "$TOXI_PID" 2>/dev/null; } || true
 	scripts/minio.sh stop >/dev/null 2>&1 || true
 	[ $rc -eq 0 ] || log "benchmark FAILED (exit $rc); logs in $BENCH"
@@ -67,7 +63,7 @@ mount_s3() { # ENDPOINT CACHE_DIR
 	mkdir -p "$MNT"
 	"$BIN" mount "s3://$BUCKET/$PREFIX" "$MNT" --endpoint-url "$1" --cache-dir "$2" \
 		--log-file "$BENCH/mount.log"
-	mounted || die "shardfs mount returned but $MNT is not mounted"
+	is_mounted "$MNT" || die "shardfs mount returned but $MNT is not mounted"
 }
 
 toxiproxy() { # METHOD PATH [JSON]

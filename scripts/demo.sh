@@ -21,14 +21,10 @@ BIN=$SHARDFS_ROOT/bin/shardfs
 MNT=$DEMO/mnt
 export SHARDFS_MINIO_STATE=$DEMO/minio.env
 
-mounted() { grep -qF " $MNT " /proc/self/mountinfo; }
-
 cleanup() {
 	local rc=$?
 	trap - EXIT INT TERM
-	if mounted; then
-		"$BIN" unmount "$MNT" 2>/dev/null || fusermount3 -u -z "$MNT" 2>/dev/null || true
-	fi
+	unmount_quietly "$BIN" "$MNT"
 	bash scripts/minio.sh stop 2>/dev/null || true
 	rm -rf "$DEMO/shards"
 	[ $rc -eq 0 ] || log "demo FAILED (exit $rc); mount log: $DEMO/shardfs.log"
@@ -59,7 +55,7 @@ expect=$("$SYS_PYTHON" -c 'import json,sys; print(json.load(open(sys.argv[1]))["
 step "mount s3://$BUCKET/$PREFIX at $MNT"
 mkdir -p "$MNT"
 "$BIN" mount "s3://$BUCKET/$PREFIX" "$MNT" --log-file "$DEMO/shardfs.log"
-mounted || die "shardfs mount returned but $MNT is not mounted"
+is_mounted "$MNT" || die "shardfs mount returned but $MNT is not mounted"
 ls -l "$MNT" | head -5
 echo "... $(find "$MNT" -type f | wc -l) files, $(du -sh --apparent-size "$MNT" | cut -f1)"
 
@@ -77,5 +73,5 @@ fi
 
 step "unmount"
 "$BIN" unmount "$MNT"
-mounted && die "$MNT is still mounted after shardfs unmount"
+is_mounted "$MNT" && die "$MNT is still mounted after shardfs unmount"
 echo "demo OK"

@@ -55,3 +55,13 @@ rclone_s3() {
 		RCLONE_S3_REGION=${AWS_REGION:-$TEST_REGION} \
 		rclone "$@"
 }
+
+# is_mounted DIR: whether DIR is a mount point in this namespace.
+is_mounted() { grep -qF " $1 " /proc/self/mountinfo; }
+
+# unmount_quietly BIN DIR: unmount a shardfs mount if it is there, lazily
+# when a reader still holds it; for cleanup traps.
+unmount_quietly() {
+	is_mounted "$2" || return 0
+	"$1" unmount "$2" 2>/dev/null || fusermount3 -u -z "$2" 2>/dev/null || true
+}

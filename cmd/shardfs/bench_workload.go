@@ -46,11 +46,7 @@ func benchSequential(ctx context.Context, t benchTarget, items []benchItem, s be
 	}
 	close(queue)
 
-	var (
-		mu    sync.Mutex
-		total int64
-		first error
-	)
+	var sum tally
 	start := time.Now()
 	var wg sync.WaitGroup
 	for range min(s.workers, len(jobs)) {
@@ -60,13 +56,7 @@ func benchSequential(ctx context.Context, t benchTarget, items []benchItem, s be
 			buf := make([]byte, s.chunk)
 			for j := range queue {
 				n, err := readJob(ctx, t, j, buf)
-				mu.Lock()
-				total += n
-				if err != nil && first == nil {
-					first = err
-				}
-				mu.Unlock()
-				if err != nil {
+				if !sum.add(n, err) {
 					return
 				}
 			}
@@ -74,6 +64,7 @@ func benchSequential(ctx context.Context, t benchTarget, items []benchItem, s be
 	}
 	wg.Wait()
 	elapsed := time.Since(start).Seconds()
+	total, first := sum.total, sum.first
 	if first != nil {
 		return seqResult{}, first
 	}
@@ -187,11 +178,7 @@ func benchRandom(ctx context.Context, t benchTarget, items []benchItem, s benchS
 		}
 	}
 
-	var (
-		mu    sync.Mutex
-		total int64
-		first error
-	)
+	var sum tally
 	start := time.Now()
 	var wg sync.WaitGroup
 	for w := range readers {
@@ -208,13 +195,7 @@ func benchRandom(ctx context.Context, t benchTarget, items []benchItem, s benchS
 				} else {
 					err = nil
 				}
-				mu.Lock()
-				total += int64(n)
-				if err != nil && first == nil {
-					first = err
-				}
-				mu.Unlock()
-				if err != nil {
+				if !sum.add(int64(n), err) {
 					return
 				}
 			}
@@ -222,8 +203,27 @@ func benchRandom(ctx context.Context, t benchTarget, items []benchItem, s benchS
 	}
 	wg.Wait()
 	elapsed := time.Since(start).Seconds()
+	total, first := sum.total, sum.first
 	if first != nil {
 		return randomResult{}, first
 	}
 	return randomResult{reads: len(reads), bytes: total, seconds: elapsed}, nil
+}
+
+// tally sums what concurrent benchmark readers read and keeps the first
+// failure; add reports whether the reader should go on.
+type tally struct {
+	mu    sync.Mutex
+	total int64
+	first error
+}
+
+func (t *tally) add(n int64, err error) bool {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	t.total += n
+	if err != nil && t.first == nil {
+		t.first = err
+	}
+	return err == nil
 }

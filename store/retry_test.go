@@ -109,3 +109,61 @@ func TestRetryRetriesWrappedEOF(t *testing.T) {
 		t.Fatalf("retries = %d, want 1", r.Retries())
 	}
 }
+
+func TestRetryResumesACutBody(t *testing.T) {
+	// Every attempt is cut after 300 bytes: the read still completes, each
+	// retry asks only for what is missing, and progress keeps the attempt
+	// limit (3) from ending the read.
+	mem := storetest.NewMem()
+	data := make([]byte, 2000)
+	for i := range data {
+		data[i] = byte(i * 7)
+	}
+	mem.Put("a", data)
+	var asked []int64
+	mem.Cut = func(_ string, off int64, n int) (int, error) {
+		asked = append(asked, off)
+		if n > 300 {
+			return 300, errReset
+		}
+		return 0, nil
+	}
+	r := store.WithRetry(mem, fastPolicy(3), slog.New(slog.DiscardHandler))
+	obj, _ := r.Stat(context.Background(), "a")
+	p := make([]byte, 1500)
+	n, err := r.ReadRange(context.Background(), obj, 100, p)
+	if err != nil || n != 1500 || !bytes.Equal(p, data[100:1600]) {
+		t.Fatalf("ReadRange = %d, %v; want 1500 bytes equal to the source", n, err)
+	}
+	want := []int64{100, 400, 700, 1000, 1300}
+	if fmt.Sprint(asked) != fmt.Sprint(want) {
+		t.Fatalf("attempts started at %v, want %v", asked, want)
+	}
+	if r.Retries() != 4 {
+		t.Fatalf("retries = %d, want 4", r.Retries())
+	}
+}
+
+func TestRetryCountsAttemptsWithoutProgress(t *testing.T) {
+	// Progress then nothing: the limit applies to the attempts after the
+	// last progress, and the bytes read so far are reported.
+	mem := storetest.NewMem()
+	mem.Put("a", make([]byte, 1000))
+	first := true
+	mem.Cut = func(string, int64, int) (int, error) {
+		if first {
+			first = false
+			return 400, errReset
+		}
+		return 0, errReset
+	}
+	r := store.WithRetry(mem, fastPolicy(3), slog.New(slog.DiscardHandler))
+	obj, _ := r.Stat(context.Background(), "a")
+	n, err := r.ReadRange(context.Background(), obj, 0, make([]byte, 1000))
+	if !errors.Is(err, errReset) || n != 400 {
+		t.Fatalf("ReadRange = %d, %v; want 400 and the reset", n, err)
+	}
+	if r.Retries() != 3 {
+		t.Fatalf("retries = %d, want 3 (one after the progress, then two more)", r.Retries())
+	}
+}

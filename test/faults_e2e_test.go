@@ -139,6 +139,9 @@ type faultRun struct {
 	gate       chan struct{}
 	firstChunk chan struct{}
 	firstOnce  sync.Once
+	// tick, when set, is called with the time since the readers started,
+	// about every 250 ms: it turns timed faults on and off.
+	tick func(elapsed time.Duration)
 }
 
 // run reads every object once and fails the test for any outcome that is
@@ -169,14 +172,18 @@ func (fr *faultRun) run(t *testing.T, release func()) []readOutcome {
 		wg.Wait()
 		close(done)
 	}()
-	watchdog := time.NewTicker(time.Second)
+	watchdog := time.NewTicker(250 * time.Millisecond)
 	defer watchdog.Stop()
+	started := time.Now()
 	hung := false
 	for finished := false; !finished; {
 		select {
 		case <-done:
 			finished = true
 		case <-watchdog.C:
+			if fr.tick != nil && !hung {
+				fr.tick(time.Since(started))
+			}
 			for w := range readers {
 				if s := readers[w].started.Load(); s != 0 && !hung && time.Since(time.Unix(0, s)) > faultReadBound+faultMargin {
 					hung = true
@@ -247,48 +254,104 @@ func dropPageCache(t *testing.T, path string) {
 // MinIO while one toxic at a time is on.
 func TestFaultToxics(t *testing.T) {
 	tp := startToxiproxy(t)
+	// The reset and timeout toxics start a second into the read, so that
+	// they cut GETs whose bodies are arriving, and end a few seconds later.
+	// Each is on every connection (toxicity 1): the case cannot pass
+	// without the fault reaching a read.
 	cases := []struct {
 		name        string
-		toxic       toxic
+		toxics      []timedToxic
 		wantRetries bool
 	}{
 		// Delays of up to 2.5 s on a third of the connections: a few gaps
 		// pass --stall-timeout and are retried, the rest are only slow.
-		{"latency-spikes", toxic{Type: "latency", Toxicity: 0.3,
-			Attributes: map[string]any{"latency": 1000, "jitter": 1500}}, false},
-		// Half the connections are reset 200 ms after they open, mid-body
-		// of the large shard's parts or between requests.
-		{"reset-peer", toxic{Type: "reset_peer", Toxicity: 0.5,
-			Attributes: map[string]any{"timeout": 200}}, true},
-		// Half the connections are closed after 300 kB: mid-body.
-		{"limit-data", toxic{Type: "limit_data", Toxicity: 0.5,
-			Attributes: map[string]any{"bytes": 300_000}}, true},
-		// A third of the connections go silent for good: nothing arrives,
-		// nothing closes.
-		{"timeout", toxic{Type: "timeout", Toxicity: 0.3,
-			Attributes: map[string]any{"timeout": 0}}, true},
+		{"latency-spikes", []timedToxic{{toxic: toxic{Type: "latency", Toxicity: 0.3,
+			Attributes: map[string]any{"latency": 1000, "jitter": 1500}}}}, false},
+		// At 20 MB/s per connection every 8 MiB part takes longer than
+		// 400 ms, so part GETs are mid-body when every connection, open or
+		// new, is reset for two seconds.
+		{"reset-peer", []timedToxic{
+			{toxic: toxic{Type: "bandwidth", Toxicity: 1, Attributes: map[string]any{"rate": 20_000}}},
+			{toxic: toxic{Type: "reset_peer", Toxicity: 1, Attributes: map[string]any{"timeout": 0}},
+				from: time.Second, until: 3 * time.Second},
+		}, true},
+		// Every connection is closed after 2 MB: every part GET of the
+		// large shard is cut mid-body.
+		{"limit-data", []timedToxic{{toxic: toxic{Type: "limit_data", Toxicity: 1,
+			Attributes: map[string]any{"bytes": 2_000_000}}}}, true},
+		// Every connection, open or new, goes silent for more than twice
+		// --stall-timeout; what the store sends meanwhile is lost.
+		{"timeout", []timedToxic{
+			{toxic: toxic{Type: "bandwidth", Toxicity: 1, Attributes: map[string]any{"rate": 20_000}}},
+			{toxic: toxic{Type: "timeout", Toxicity: 1, Attributes: map[string]any{"timeout": 0}},
+				from: time.Second, until: time.Second + 2*faultStallTimeout + time.Second},
+		}, true},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
 			p := tp.proxy(t, "minio-"+c.name, e2e.minio.url)
 			m := mountWith(t, e2e.env(), p.url, e2e.source(), faultMountFlags()...)
-			c.toxic.Name = c.name
-			p.add(t, c.toxic)
-			removed := false
-			release := func() {
-				if !removed {
-					removed = true
-					p.remove(t, c.name)
-				}
-			}
+			sched := toxicSchedule{proxy: p, toxics: c.toxics, prefix: c.name}
+			sched.tick(t, 0)
 			start := time.Now()
-			outcomes := (&faultRun{m: m, objs: e2e.objects}).run(t, release)
+			fr := &faultRun{m: m, objs: e2e.objects, tick: func(elapsed time.Duration) { sched.tick(t, elapsed) }}
+			outcomes := fr.run(t, func() { sched.release(t) })
 			t.Logf("full read under %s took %v", c.name, time.Since(start).Round(time.Millisecond))
-			release()
+			sched.release(t)
 			checkStillServing(t, m, outcomes, c.wantRetries)
 		})
 	}
 }
+
+// timedToxic is a toxic that is on from `from` after the readers start
+// until `until` (0: to the end of the read).
+type timedToxic struct {
+	toxic
+	from, until time.Duration
+}
+
+// toxicSchedule adds and removes a case's toxics as the read goes on; once
+// released, it adds none again.
+type toxicSchedule struct {
+	proxy    *toxicProxy
+	toxics   []timedToxic
+	prefix   string
+	on, done map[int]bool
+	released bool
+}
+
+func (s *toxicSchedule) tick(t *testing.T, elapsed time.Duration) {
+	t.Helper()
+	if s.on == nil {
+		s.on, s.done = map[int]bool{}, map[int]bool{}
+	}
+	for i, tx := range s.toxics {
+		ended := tx.until > 0 && elapsed >= tx.until
+		switch {
+		case s.on[i] && ended:
+			s.proxy.remove(t, s.name(i))
+			s.on[i], s.done[i] = false, true
+		case !s.on[i] && !s.done[i] && !ended && elapsed >= tx.from && !s.released:
+			tx.toxic.Name = s.name(i)
+			s.proxy.add(t, tx.toxic)
+			s.on[i] = true
+		}
+	}
+}
+
+// release removes every toxic still on.
+func (s *toxicSchedule) release(t *testing.T) {
+	t.Helper()
+	s.released = true
+	for i, on := range s.on {
+		if on {
+			s.proxy.remove(t, s.name(i))
+			s.on[i] = false
+		}
+	}
+}
+
+func (s *toxicSchedule) name(i int) string { return fmt.Sprintf("%s-%d", s.prefix, i) }
 
 // TestFaultStoreRestart stops a MinIO of its own while readers are in the
 // middle of the data set and starts it again on the same port and data.

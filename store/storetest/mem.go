@@ -30,6 +30,9 @@ type Mem struct {
 	// Hook, when set, runs at the start of every ReadRange; a non-nil error
 	// is returned instead of the bytes (fault injection).
 	Hook func(key string, off int64, n int) error
+	// Cut, when set, runs after Hook; a non-nil error ends the read after
+	// keep bytes, as a connection reset mid-body does.
+	Cut func(key string, off int64, n int) (keep int, err error)
 }
 
 var _ store.Store = (*Mem)(nil)
@@ -89,6 +92,13 @@ func (m *Mem) ReadRange(ctx context.Context, obj store.Object, off int64, p []by
 		return 0, fmt.Errorf("read %s at %d: %w", obj.Key, off, store.ErrInvalidRange)
 	}
 	m.Reads.Add(1)
+	if m.Cut != nil {
+		if keep, err := m.Cut(obj.Key, off, len(p)); err != nil {
+			n := copy(p[:min(keep, len(p))], data[off:])
+			m.ReadBytes.Add(int64(n))
+			return n, err
+		}
+	}
 	n := copy(p, data[off:])
 	m.ReadBytes.Add(int64(n))
 	if n < len(p) {

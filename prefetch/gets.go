@@ -5,6 +5,8 @@ import (
 	"errors"
 	"fmt"
 	"io"
+
+	"github.com/shardfs/shardfs/store"
 )
 
 // enqueueLocked starts p's GET, or queues it when Concurrency GETs run.
@@ -64,7 +66,8 @@ func (s *Scheduler) get(ctx context.Context, p *part) {
 	defer s.wg.Done()
 	defer p.cancel()
 	want := p.end - p.off
-	n, err := s.fetch.ReadRange(ctx, p.o.obj, p.off, p.buf[:want])
+	progress := store.WithProgress(ctx, func(n int) { p.arrived.set(int64(n)) })
+	n, err := s.fetch.ReadRange(progress, p.o.obj, p.off, p.buf[:want])
 	switch {
 	case errors.Is(err, io.EOF) && int64(n) == want:
 		err = nil
@@ -84,6 +87,9 @@ func (s *Scheduler) get(ctx context.Context, p *part) {
 	}
 	p.err = err
 	p.finished = true
+	if err == nil {
+		p.arrived.set(want) // a fetcher need not report progress
+	}
 	close(p.done)
 	s.startNextLocked()
 	if err != nil {

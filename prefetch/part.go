@@ -37,10 +37,11 @@ type part struct {
 	ahead    bool  // fetched before any read needed it
 	spec     specKind
 
-	buf    []byte
-	done   chan struct{} // closed when err and buf are final
-	err    error
-	cancel context.CancelFunc
+	buf     []byte
+	arrived arrival       // leading bytes of buf that are final, before done
+	done    chan struct{} // closed when err and buf are final
+	err     error
+	cancel  context.CancelFunc
 
 	started, finished, removed, freed bool
 	dying                             bool // removed while its GET ran: charged to Scheduler.dying

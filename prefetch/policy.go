@@ -20,10 +20,16 @@ type Plan struct {
 	Window     int64 // the sequential window; 0 when random
 }
 
-// minSequentialRun is how many reads in a row must land near each other
-// before a stream that seeked is treated as sequential again: one read near
-// the last is as likely a random hit as a stream.
-const minSequentialRun = 2
+// A stream that seeked is treated as sequential again once minSequentialRun
+// reads in a row have landed near each other and covered at least
+// minSequentialBlocks blocks: one read near the last is as likely a random
+// hit as a stream, and a single large random read arrives as several
+// adjacent requests (the kernel splits it and reads a little ahead), which
+// must not start read-ahead.
+const (
+	minSequentialRun    = 2
+	minSequentialBlocks = 4
+)
 
 // growthDivisor: the window doubles each time the reader consumes
 // window/growthDivisor bytes.
@@ -38,7 +44,8 @@ const growthDivisor = 8
 // kernel's async read-ahead sends several requests at once and they arrive
 // in any order. The first read of a handle at offset 0 starts a sequential
 // run at once (loaders read shards from the start, and the first byte should
-// not wait for proof); any other run needs minSequentialRun reads. A
+// not wait for proof); any other run needs minSequentialRun reads covering
+// minSequentialBlocks blocks. A
 // sequential window starts at one block and doubles each time the reader
 // consumes an eighth of it, up to MaxPrefetch. A read far from the front is a
 // seek: the run restarts in random mode, where a read fetches only the
@@ -50,6 +57,7 @@ type Policy struct {
 	started    bool
 	sequential bool
 	run        int   // reads in a row near the front
+	runStart   int64 // offset of the first read of this run
 	front      int64 // furthest end offset read in this run
 	window     int64
 	grownAt    int64 // front when the window last grew
@@ -74,7 +82,7 @@ func NewPolicy(cfg Config, size int64) *Policy {
 // counts as a seek.
 func (p *Policy) Prime(window int64) {
 	p.started, p.sequential, p.run = true, true, 1
-	p.front, p.grownAt = 0, 0
+	p.runStart, p.front, p.grownAt = 0, 0, 0
 	p.window = min(max(p.ceilBlock(window), p.blockSize), p.maxWindow)
 	p.check()
 }
@@ -90,18 +98,19 @@ func (p *Policy) Read(off, n int64) Plan {
 	near := p.started && off >= p.front-slack && off <= p.front+slack
 	switch {
 	case !p.started && off == 0:
-		p.run, p.front = 1, end
+		p.run, p.runStart, p.front = 1, 0, end
 		p.startSequential()
 	case near:
 		p.run++
+		p.runStart = min(p.runStart, off)
 		p.front = max(p.front, end)
 		if p.sequential {
 			p.grow()
-		} else if p.run >= minSequentialRun {
+		} else if p.run >= minSequentialRun && p.front-p.runStart >= minSequentialBlocks*p.blockSize {
 			p.startSequential()
 		}
 	default:
-		p.sequential, p.run, p.front, p.window = false, 1, end, 0
+		p.sequential, p.run, p.runStart, p.front, p.window = false, 1, off, end, 0
 	}
 	p.started = true
 	p.check()

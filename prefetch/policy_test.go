@@ -73,9 +73,19 @@ func TestPolicy(t *testing.T) {
 			want:  Plan{Need: Range{20 * K, 21 * K}, Keep: Range{20 * K, 21 * K}},
 		},
 		{
-			name: "two near reads after a seek start a new sequential run", size: big,
-			reads: []readOp{{300 * K, K}, {301 * K, K}},
-			want:  Plan{Sequential: true, Need: Range{301 * K, 302 * K}, Ahead: Range{302 * K, 303 * K}, Keep: Range{294 * K, 303 * K}, Window: K},
+			name: "near reads after a seek covering four blocks start a new sequential run", size: big,
+			reads: seqReads(300*K, K, 4),
+			want:  Plan{Sequential: true, Need: Range{303 * K, 304 * K}, Ahead: Range{304 * K, 305 * K}, Keep: Range{296 * K, 305 * K}, Window: K},
+		},
+		{
+			name: "near reads after a seek covering fewer than four blocks stay random", size: big,
+			reads: seqReads(300*K, K, 3),
+			want:  Plan{Need: Range{302 * K, 303 * K}, Keep: Range{302 * K, 303 * K}},
+		},
+		{
+			name: "a large random read split by the kernel, out of order, stays random", size: big,
+			reads: []readOp{{501*K + 512, K / 2}, {500 * K, K}, {501 * K, K / 2}, {502 * K, K}},
+			want:  Plan{Need: Range{502 * K, 503 * K}, Keep: Range{502 * K, 503 * K}},
 		},
 		{
 			name: "the window is clipped at the end and the rest spills", size: 20*K + 500,

@@ -197,33 +197,17 @@ func (st *Stream) pin(ctx context.Context, pos, needEnd int64) (*part, error) {
 	}
 }
 
-// serve waits for pinned part p, copies what dst wants of it from pos,
-// and unpins it.
+// serve waits until the bytes dst wants of pinned part p (from pos) have
+// arrived, copies them and unpins p. It does not wait for the rest of the
+// part: a read at the start of a part is answered while the part's GET
+// still runs.
 func (st *Stream) serve(ctx context.Context, p *part, dst []byte, pos int64, sequential bool) (int, error) {
 	s := st.s
-	var waited time.Duration
-	select {
-	case <-p.done:
-	default:
-		start := time.Now()
-		if s.onPartWait != nil {
-			s.onPartWait()
-		}
-		select {
-		case <-p.done:
-		case <-ctx.Done():
-		}
-		waited = time.Since(start)
-	}
+	need := min(pos+int64(len(dst)), p.end) - p.off
+	waited, err := st.awaitArrival(ctx, p, need)
 	n := 0
-	err := ctx.Err()
-	select {
-	case <-p.done:
-		if err = p.err; err == nil {
-			n = copy(dst, p.buf[pos-p.off:p.end-p.off])
-		}
-	default:
-		err = fmt.Errorf("prefetch %s at %d: %w", st.obj.Key, pos, err)
+	if err == nil {
+		n = copy(dst, p.buf[pos-p.off:need])
 	}
 
 	s.mu.Lock()
@@ -241,6 +225,41 @@ func (st *Stream) serve(ctx context.Context, p *part, dst []byte, pos int64, seq
 	s.releaseIfUnusedLocked(p)
 	s.checkLocked()
 	return n, err
+}
+
+// awaitArrival waits until the first need bytes of p are final, and says
+// how long it waited. Bytes that arrived are served even if the GET later
+// fails; a read that needs bytes the GET never delivered gets its error.
+func (st *Stream) awaitArrival(ctx context.Context, p *part, need int64) (time.Duration, error) {
+	var start time.Time
+	for {
+		more := p.arrived.upTo(need)
+		if more == nil {
+			break
+		}
+		if start.IsZero() {
+			start = time.Now()
+			if st.s.onPartWait != nil {
+				st.s.onPartWait()
+			}
+		}
+		select {
+		case <-more:
+			continue
+		case <-p.done:
+		case <-ctx.Done():
+			return time.Since(start), fmt.Errorf("prefetch %s at %d: %w", st.obj.Key, p.off+need, ctx.Err())
+		}
+		// done: the GET has ended; p.err is final.
+		if p.arrived.upTo(need) == nil {
+			break
+		}
+		return time.Since(start), p.err
+	}
+	if start.IsZero() {
+		return 0, nil
+	}
+	return time.Since(start), nil
 }
 
 // creditLocked records that st read n bytes of p, and lets p go once st

@@ -68,8 +68,14 @@ func (r *Retry) Stat(ctx context.Context, key string) (Object, error) {
 // does not count against Attempts; the Budget still bounds the whole call.
 func (r *Retry) ReadRange(ctx context.Context, obj Object, off int64, p []byte) (int, error) {
 	done := 0
+	report := progressOf(ctx)
 	err := r.do(ctx, "read", obj.Key, func() (progressed bool, err error) {
-		n, err := r.Store.ReadRange(ctx, obj, off+int64(done), p[done:])
+		actx := ctx
+		if report != nil && done > 0 {
+			base := done // bytes before this attempt's buffer are final already
+			actx = WithProgress(ctx, func(n int) { report(base + n) })
+		}
+		n, err := r.Store.ReadRange(actx, obj, off+int64(done), p[done:])
 		done += n
 		switch {
 		case err != nil && isEOF(err):

@@ -167,3 +167,28 @@ func TestRetryCountsAttemptsWithoutProgress(t *testing.T) {
 		t.Fatalf("retries = %d, want 3 (one after the progress, then two more)", r.Retries())
 	}
 }
+
+func TestRetryReportsProgressAcrossAttempts(t *testing.T) {
+	// Progress counts from the start of the caller's buffer, whichever
+	// attempt delivered the bytes.
+	mem := storetest.NewMem()
+	mem.Put("a", make([]byte, 1000))
+	cut := true
+	mem.Cut = func(string, int64, int) (int, error) {
+		if cut {
+			cut = false
+			return 600, errReset
+		}
+		return 0, nil
+	}
+	r := store.WithRetry(mem, fastPolicy(3), slog.New(slog.DiscardHandler))
+	obj, _ := r.Stat(context.Background(), "a")
+	var reports []int
+	ctx := store.WithProgress(context.Background(), func(n int) { reports = append(reports, n) })
+	if n, err := r.ReadRange(ctx, obj, 0, make([]byte, 1000)); n != 1000 || err != nil {
+		t.Fatalf("ReadRange = %d, %v", n, err)
+	}
+	if fmt.Sprint(reports) != "[600 1000]" {
+		t.Fatalf("progress reports %v, want [600 1000]", reports)
+	}
+}

@@ -171,7 +171,7 @@ func (s *S3) ReadRange(ctx context.Context, obj Object, off int64, p []byte) (in
 		return 0, s.wrap("read "+obj.Key, err)
 	}
 	defer out.Body.Close()
-	n, err := io.ReadFull(watch.reader(out.Body), p[:want])
+	n, err := readFullReporting(watch.reader(out.Body), p[:want], progressOf(ctx))
 	if err != nil {
 		if cause := context.Cause(ctx); errors.Is(cause, errStalled) {
 			err = cause

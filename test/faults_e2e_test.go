@@ -264,9 +264,11 @@ func TestFaultToxics(t *testing.T) {
 		wantRetries bool
 	}{
 		// Delays of up to 2.5 s on a third of the connections: a few gaps
-		// pass --stall-timeout and are retried, the rest are only slow.
+		// pass --stall-timeout and are retried, the rest are only slow. It
+		// stays on through the checks after the read: removing a latency
+		// toxic under traffic can hang Toxiproxy (Shopify/toxiproxy#558).
 		{"latency-spikes", []timedToxic{{toxic: toxic{Type: "latency", Toxicity: 0.3,
-			Attributes: map[string]any{"latency": 1000, "jitter": 1500}}}}, false},
+			Attributes: map[string]any{"latency": 1000, "jitter": 1500}}, stays: true}}, false},
 		// At 20 MB/s per connection every 8 MiB part takes longer than
 		// 400 ms, so part GETs are mid-body when every connection, open or
 		// new, is reset for two seconds.
@@ -304,10 +306,11 @@ func TestFaultToxics(t *testing.T) {
 }
 
 // timedToxic is a toxic that is on from `from` after the readers start
-// until `until` (0: to the end of the read).
+// until `until` (0: to the end of the read), or for good when it stays.
 type timedToxic struct {
 	toxic
 	from, until time.Duration
+	stays       bool
 }
 
 // toxicSchedule adds and removes a case's toxics as the read goes on; once
@@ -339,12 +342,12 @@ func (s *toxicSchedule) tick(t *testing.T, elapsed time.Duration) {
 	}
 }
 
-// release removes every toxic still on.
+// release removes every toxic still on, except those that stay.
 func (s *toxicSchedule) release(t *testing.T) {
 	t.Helper()
 	s.released = true
 	for i, on := range s.on {
-		if on {
+		if on && !s.toxics[i].stays {
 			s.proxy.remove(t, s.name(i))
 			s.on[i] = false
 		}

@@ -96,11 +96,13 @@ func (m *Mem) ReadRange(ctx context.Context, obj store.Object, off int64, p []by
 		if keep, err := m.Cut(obj.Key, off, len(p)); err != nil {
 			n := copy(p[:min(keep, len(p))], data[off:])
 			m.ReadBytes.Add(int64(n))
+			store.ReportProgress(ctx, n)
 			return n, err
 		}
 	}
 	n := copy(p, data[off:])
 	m.ReadBytes.Add(int64(n))
+	store.ReportProgress(ctx, n)
 	if n < len(p) {
 		return n, io.EOF
 	}

@@ -2,6 +2,9 @@ package prefetch
 
 import (
 	"context"
+	"fmt"
+	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -11,17 +14,26 @@ import (
 // trickleFetcher delivers the first `first` bytes of every GET at once,
 // reports them, then holds the rest until release is closed.
 type trickleFetcher struct {
-	first   int
-	release chan struct{}
+	first     int
+	release   chan struct{}
+	gets      atomic.Int64
+	cancelled atomic.Int64
+	mu        sync.Mutex
+	offs      []int64 // where each GET started
 }
 
 func (f *trickleFetcher) ReadRange(ctx context.Context, obj store.Object, off int64, p []byte) (int, error) {
+	f.gets.Add(1)
+	f.mu.Lock()
+	f.offs = append(f.offs, off)
+	f.mu.Unlock()
 	n := min(f.first, len(p))
 	fillPattern(p[:n], obj, off)
 	store.ReportProgress(ctx, n)
 	select {
 	case <-f.release:
 	case <-ctx.Done():
+		f.cancelled.Add(1)
 		return n, ctx.Err()
 	}
 	fillPattern(p, obj, off)
@@ -72,5 +84,40 @@ func TestACancelledPartIsRefetchedNotServedPastWhatArrived(t *testing.T) {
 	close(f.release)
 	if err := readCheck(ctx, st2, obj, make([]byte, 3000), 1000); err != nil {
 		t.Fatal(err)
+	}
+}
+
+func TestRandomReaderKeepsAPartItReadWhileItArrives(t *testing.T) {
+	// A random read served from the first bytes of its part must not
+	// cancel the part's GET: the next request of the same large read (the
+	// kernel splits them) follows into the same part.
+	ctx := testContext(t)
+	f := &trickleFetcher{first: 2 << 10, release: make(chan struct{})}
+	cfg := smallConfig()
+	s := newTestScheduler(t, cfg, f, nil)
+	obj := fakeObject("random", 1<<20)
+	st := s.Open(obj)
+	defer st.Close()
+	off := 10 * cfg.BlockSize // not 0: the handle starts random
+	if err := readCheck(ctx, st, obj, make([]byte, 1000), off); err != nil {
+		t.Fatal(err)
+	}
+	if st.policy.Sequential() {
+		t.Fatal("a first read away from 0 was taken as sequential")
+	}
+	done := make(chan error, 1)
+	go func() { done <- readCheck(ctx, st, obj, make([]byte, 2000), off+1000) }()
+	time.Sleep(20 * time.Millisecond)
+	close(f.release)
+	if err := <-done; err != nil {
+		t.Fatal(err)
+	}
+	if c := f.cancelled.Load(); c != 0 {
+		t.Fatalf("%d GETs cancelled, want 0", c)
+	}
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if fmt.Sprint(f.offs) != fmt.Sprint([]int64{off, off + cfg.BlockSize}) {
+		t.Fatalf("GETs at %v, want one for the block read and one for the block after", f.offs)
 	}
 }

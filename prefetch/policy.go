@@ -42,7 +42,8 @@ const growthDivisor = 8
 // A read counts as sequential when it lands within ReorderWindow of the
 // front (the furthest byte read since the last seek), behind or ahead: the
 // kernel's async read-ahead sends several requests at once and they arrive
-// in any order. The first read of a handle at offset 0 starts a sequential
+// in any order. A random-mode handle uses two blocks instead: random reads
+// that happen to land a few MiB apart are not a stream. The first read of a handle at offset 0 starts a sequential
 // run at once (loaders read shards from the start, and the first byte should
 // not wait for proof); any other run needs minSequentialRun reads covering
 // minSequentialBlocks blocks. A
@@ -95,7 +96,14 @@ func (p *Policy) Read(off, n int64) Plan {
 	off = min(max(off, 0), p.size)
 	end := min(off+max(n, 0), p.size)
 	slack := max(p.reorder, p.blockSize)
-	near := p.started && off >= p.front-slack && off <= p.front+slack
+	// Out-of-order arrival is the kernel's async read-ahead, which only a
+	// stream triggers; while random, a read continues a run only when it
+	// lands within two blocks of the front (one large read split in pieces).
+	reach := slack
+	if !p.sequential {
+		reach = min(slack, 2*p.blockSize)
+	}
+	near := p.started && off >= p.front-reach && off <= p.front+reach
 	switch {
 	case !p.started && off == 0:
 		p.run, p.runStart, p.front = 1, 0, end
@@ -140,7 +148,14 @@ func (p *Policy) plan(off, end, slack int64) Plan {
 		need = Range{off, off}
 	}
 	if !p.sequential {
-		return Plan{Need: need, Keep: need}
+		plan := Plan{Need: need, Keep: need}
+		if p.run >= minSequentialRun && need.End < p.size {
+			// A run too short to be a stream is most likely one large read
+			// the kernel split: the block after it is probably next.
+			plan.Ahead = Range{need.End, min(need.End+p.blockSize, p.size)}
+			plan.Keep.End = plan.Ahead.End
+		}
+		return plan
 	}
 	reach := p.front + p.window
 	spill := max(reach-p.size, 0)

@@ -263,15 +263,17 @@ func (st *Stream) awaitArrival(ctx context.Context, p *part, need int64) (time.D
 }
 
 // creditLocked records that st read n bytes of p, and lets p go once st
-// has read all of it, or at once when st is reading randomly: the cache
-// keeps the bytes, and a random reader will not come back soon.
+// has read all of it, or, when st is reading randomly, once p's GET is
+// over: the cache keeps the bytes, and a random reader will not come back
+// soon. A part still arriving stays held: the kernel splits one large read
+// into several requests, which follow the first into the same part.
 func (s *Scheduler) creditLocked(st *Stream, p *part, n int64, sequential bool) {
 	read, ok := p.holders[st]
 	if !ok {
 		return
 	}
 	p.holders[st] = read + n
-	if !sequential || read+n >= p.end-p.off {
+	if (!sequential && p.finished) || read+n >= p.end-p.off {
 		s.dropLocked(st, p)
 	}
 }

@@ -44,6 +44,12 @@ func (m *memTier) get(k blockKey) ([]byte, bool) { return m.cache.Get(k.memKey()
 // over a buffer they no longer write.
 func (m *memTier) set(k blockKey, b []byte) { m.cache.Set(k.memKey(), b, int64(len(b))) }
 
+// settle waits until the sets offered so far are admitted or dropped.
+// Ristretto applies Sets from a buffer of thousands; with blocks of a MiB
+// each, a burst of read-ahead would otherwise hold hundreds of MiB there,
+// outside MaxCost.
+func (m *memTier) settle() { m.cache.Wait() }
+
 func (m *memTier) bytes() int64 { return m.cache.MaxCost() - m.cache.RemainingCost() }
 
 func (m *memTier) close() {

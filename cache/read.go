@@ -35,18 +35,42 @@ func (c *Cache) ReadAt(obj store.Object, p []byte, off int64) (n int, ok bool) {
 	return int(end - off), true
 }
 
-// readBlock fills dst with block k's bytes from offset from, trying RAM
-// first, then the ring. want is the block's full length.
-func (c *Cache) readBlock(k blockKey, want, from int64, dst []byte) bool {
+// Block returns block index of obj, whole, when it is cached and (from
+// the ring) verified. The slice is shared, never written again and never
+// reused by the cache: a caller may keep it as long as it likes, but must
+// not modify it. A RAM hit costs no copy.
+func (c *Cache) Block(obj store.Object, index int64) ([]byte, bool) {
+	bs := c.cfg.BlockSize
+	if index < 0 || index*bs >= obj.Size || !c.enter() {
+		return nil, false
+	}
+	defer c.leave()
+	k := blockKey{version: versionOfObject(c.cfg.Namespace, obj), index: index}
+	want := blockLength(obj, bs, index)
 	if c.ram != nil {
 		if b, ok := c.ram.get(k); ok && int64(len(b)) == want {
-			copy(dst, b[from:])
 			c.stats.ramHits.Add(1)
-			c.stats.ramBytesServed.Add(uint64(len(dst)))
-			return true
+			c.stats.ramBytesServed.Add(uint64(want))
+			return b, true
 		}
 		c.stats.ramMisses.Add(1)
 	}
+	b := alignedBuffer(int(alignUp(want)))
+	if !c.readRing(k, want, b) {
+		return nil, false
+	}
+	b = b[:want]
+	c.stats.ringBytesServed.Add(uint64(want))
+	if c.ram != nil {
+		c.ram.set(k, b)
+	}
+	return b, true
+}
+
+// readRing reads block k, want bytes long, from the ring into buf (aligned,
+// at least want rounded up to the alignment) and verifies it. Callers count
+// the bytes they serve.
+func (c *Cache) readRing(k blockKey, want int64, buf []byte) bool {
 	r := c.liveRing()
 	if r == nil {
 		return false
@@ -60,17 +84,35 @@ func (c *Cache) readBlock(k blockKey, want, from int64, dst []byte) bool {
 		c.stats.ringMisses.Add(1)
 		return false
 	}
-	bufp := c.blockBuffer()
-	err := r.readVerified(ref, *bufp)
+	err := r.readVerified(ref, buf)
 	r.unpin(ref.n)
 	if err != nil {
-		c.bufs.Put(bufp)
 		c.ringReadFailed(r, ref, err)
+		return false
+	}
+	c.stats.ringHits.Add(1)
+	return true
+}
+
+// readBlock fills dst with block k's bytes from offset from, trying RAM
+// first, then the ring. want is the block's full length.
+func (c *Cache) readBlock(k blockKey, want, from int64, dst []byte) bool {
+	if c.ram != nil {
+		if b, ok := c.ram.get(k); ok && int64(len(b)) == want {
+			copy(dst, b[from:])
+			c.stats.ramHits.Add(1)
+			c.stats.ramBytesServed.Add(uint64(len(dst)))
+			return true
+		}
+		c.stats.ramMisses.Add(1)
+	}
+	bufp := c.blockBuffer()
+	if !c.readRing(k, want, *bufp) {
+		c.bufs.Put(bufp)
 		return false
 	}
 	buf := (*bufp)[:want]
 	copy(dst, buf[from:])
-	c.stats.ringHits.Add(1)
 	c.stats.ringBytesServed.Add(uint64(len(dst)))
 	if c.ram != nil {
 		// Promote: the buffer now belongs to the RAM tier. Ring reads bypass

@@ -52,10 +52,11 @@ func (c *Cache) PutRange(obj store.Object, off int64, data []byte) {
 	if r := c.liveRing(); r != nil {
 		c.writeRing(r, obj, blocks)
 	}
-	if c.ram != nil {
+	if c.ram != nil && len(blocks) > 0 {
 		for _, b := range blocks {
 			c.ram.set(b.key, b.data[:b.size])
 		}
+		c.ram.settle()
 	}
 }
 

@@ -18,6 +18,9 @@ type BlockCache interface {
 	// ReadAt serves [off, off+len(p)) only when every block of it is cached
 	// and verified; ok=false promises nothing about p.
 	ReadAt(obj store.Object, p []byte, off int64) (n int, ok bool)
+	// Block returns one whole cached block, shared: never written again,
+	// valid for as long as the caller keeps it.
+	Block(obj store.Object, index int64) ([]byte, bool)
 	// PutRange stores fetched bytes; off is block-aligned.
 	PutRange(obj store.Object, off int64, data []byte)
 }
@@ -67,11 +70,13 @@ type readState struct {
 
 // lastBlock keeps the one cache block a handle read last. The kernel reads
 // in requests smaller than a block (128 KiB with its default read-ahead);
-// without it, each request would read and checksum the whole block again.
+// without it, each request would look up (and, from the ring, read and
+// checksum) the whole block again. data is the cache's shared slice, not a
+// copy: a handle costs no buffer of its own.
 type lastBlock struct {
 	mu   sync.Mutex
 	off  int64
-	data []byte // empty when it holds nothing
+	data []byte // nil when it holds nothing; never written
 }
 
 // serve copies [off, off+len(q)) from the kept block if it holds all of it.
@@ -193,16 +198,12 @@ func (r cacheReader) readBlockwise(h *readState, q []byte, off int64) bool {
 	if b.serve(q, off) {
 		return true
 	}
-	size := min(bs, h.obj.Size-start)
-	if int64(cap(b.data)) < size {
-		b.data = make([]byte, bs)
-	}
-	b.data = b.data[:size]
-	if _, ok := r.cache.ReadAt(h.obj, b.data, start); !ok {
-		b.data = b.data[:0]
+	data, ok := r.cache.Block(h.obj, start/bs)
+	if !ok {
+		b.data = nil
 		return false
 	}
-	b.off = start
+	b.off, b.data = start, data
 	return b.serve(q, off)
 }
 

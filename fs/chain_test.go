@@ -12,8 +12,9 @@ import (
 
 // fakeCache holds whole objects and counts the reads it serves.
 type fakeCache struct {
-	data  map[string][]byte
-	reads int
+	data      map[string][]byte
+	blockSize int64
+	reads     int
 }
 
 func (c *fakeCache) ReadAt(obj store.Object, p []byte, off int64) (int, bool) {
@@ -25,6 +26,15 @@ func (c *fakeCache) ReadAt(obj store.Object, p []byte, off int64) (int, bool) {
 	return copy(p, d[off:]), true
 }
 
+func (c *fakeCache) Block(obj store.Object, index int64) ([]byte, bool) {
+	d, ok := c.data[obj.Key]
+	if !ok || index*c.blockSize >= int64(len(d)) {
+		return nil, false
+	}
+	c.reads++
+	return d[index*c.blockSize : min((index+1)*c.blockSize, int64(len(d)))], true
+}
+
 func (c *fakeCache) PutRange(store.Object, int64, []byte) {}
 
 func TestCacheReaderReadsEachBlockOnce(t *testing.T) {
@@ -32,7 +42,7 @@ func TestCacheReaderReadsEachBlockOnce(t *testing.T) {
 	data := make([]byte, 3*bs+777)
 	rand.New(rand.NewSource(1)).Read(data)
 	obj := store.Object{Key: "k", Size: int64(len(data)), ETag: "e"}
-	cache := &fakeCache{data: map[string][]byte{"k": data}}
+	cache := &fakeCache{data: map[string][]byte{"k": data}, blockSize: bs}
 	c := newChain(nil, cache, nil, bs)
 	h := &readState{obj: obj}
 	var got []byte

@@ -42,7 +42,7 @@ func progressOf(ctx context.Context) Progress {
 // progressStep is how many new bytes a body reader accumulates before it
 // reports: a waiting reader wants its bytes soon, but not one wake-up per
 // network read.
-const progressStep = 128 << 10
+const progressStep = 32 << 10
 
 // readFullReporting is io.ReadFull that reports progress every
 // progressStep bytes and at the end.

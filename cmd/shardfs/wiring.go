@@ -138,7 +138,7 @@ func setMemoryLimit(c *cli.Context, prefetchMemory int64, log *slog.Logger) {
 	if err != nil {
 		return
 	}
-	const overhead = 128 << 20
+	const overhead = 64 << 20
 	limit := prefetchMemory + ram + overhead
 	debug.SetMemoryLimit(limit)
 	log.Debug("memory limit", "bytes", limit)

@@ -47,13 +47,9 @@ func (c *Cache) Block(obj store.Object, index int64) ([]byte, bool) {
 	defer c.leave()
 	k := blockKey{version: versionOfObject(c.cfg.Namespace, obj), index: index}
 	want := blockLength(obj, bs, index)
-	if c.ram != nil {
-		if b, ok := c.ram.get(k); ok && int64(len(b)) == want {
-			c.stats.ramHits.Add(1)
-			c.stats.ramBytesServed.Add(uint64(want))
-			return b, true
-		}
-		c.stats.ramMisses.Add(1)
+	if b, ok := c.ramBlock(k, want); ok {
+		c.stats.ramBytesServed.Add(uint64(want))
+		return b, true
 	}
 	b := alignedBuffer(int(alignUp(want)))
 	if !c.readRing(k, want, b) {
@@ -65,6 +61,20 @@ func (c *Cache) Block(obj store.Object, index int64) ([]byte, bool) {
 		c.ram.set(k, b)
 	}
 	return b, true
+}
+
+// ramBlock looks block k (want bytes long) up in the RAM tier and counts
+// the hit or miss; callers count the bytes they serve.
+func (c *Cache) ramBlock(k blockKey, want int64) ([]byte, bool) {
+	if c.ram == nil {
+		return nil, false
+	}
+	if b, ok := c.ram.get(k); ok && int64(len(b)) == want {
+		c.stats.ramHits.Add(1)
+		return b, true
+	}
+	c.stats.ramMisses.Add(1)
+	return nil, false
 }
 
 // readRing reads block k, want bytes long, from the ring into buf (aligned,
@@ -97,14 +107,10 @@ func (c *Cache) readRing(k blockKey, want int64, buf []byte) bool {
 // readBlock fills dst with block k's bytes from offset from, trying RAM
 // first, then the ring. want is the block's full length.
 func (c *Cache) readBlock(k blockKey, want, from int64, dst []byte) bool {
-	if c.ram != nil {
-		if b, ok := c.ram.get(k); ok && int64(len(b)) == want {
-			copy(dst, b[from:])
-			c.stats.ramHits.Add(1)
-			c.stats.ramBytesServed.Add(uint64(len(dst)))
-			return true
-		}
-		c.stats.ramMisses.Add(1)
+	if b, ok := c.ramBlock(k, want); ok {
+		copy(dst, b[from:])
+		c.stats.ramBytesServed.Add(uint64(len(dst)))
+		return true
 	}
 	bufp := c.blockBuffer()
 	if !c.readRing(k, want, *bufp) {

@@ -138,10 +138,23 @@ func (c *Cache) Has(obj store.Object, index int64) bool {
 	return false
 }
 
-// Contains reports whether the block holding byte off of obj is cached;
-// read-ahead asks it so as not to fetch what the cache already has.
-func (c *Cache) Contains(obj store.Object, off int64) bool {
-	return c.Has(obj, off/c.cfg.BlockSize)
+// Holds reports whether the block holding byte off of obj is cached (in
+// the ring, or in the RAM tier), and whether it is in the RAM tier, where
+// reading it ahead gains nothing. Read-ahead asks it so as not to fetch what
+// the cache already has.
+func (c *Cache) Holds(obj store.Object, off int64) (cached, inMemory bool) {
+	if off < 0 || !c.enter() {
+		return false, false
+	}
+	defer c.leave()
+	k := blockKey{version: versionOfObject(c.cfg.Namespace, obj), index: off / c.cfg.BlockSize}
+	if c.ram != nil {
+		if b, ok := c.ram.get(k); ok && int64(len(b)) == blockLength(obj, c.cfg.BlockSize, k.index) {
+			return true, true
+		}
+	}
+	r := c.liveRing()
+	return r != nil && r.has(k), false
 }
 
 // Stats returns a snapshot of the counters.

@@ -38,8 +38,19 @@ func (c *Cache) ReadAt(obj store.Object, p []byte, off int64) (n int, ok bool) {
 // Block returns block index of obj, whole, when it is cached and (from
 // the ring) verified. The slice is shared, never written again and never
 // reused by the cache: a caller may keep it as long as it likes, but must
-// not modify it. A RAM hit costs no copy.
+// not modify it. A RAM hit costs no copy; a block read from the ring is
+// promoted to RAM, where the caller is likely to come back for it.
 func (c *Cache) Block(obj store.Object, index int64) ([]byte, bool) {
+	return c.block(obj, index, true)
+}
+
+// MemBlock is Block from the RAM tier alone: it never reads the ring, so
+// it never waits on the disk.
+func (c *Cache) MemBlock(obj store.Object, index int64) ([]byte, bool) {
+	return c.block(obj, index, false)
+}
+
+func (c *Cache) block(obj store.Object, index int64, fromRing bool) ([]byte, bool) {
 	bs := c.cfg.BlockSize
 	if index < 0 || index*bs >= obj.Size || !c.enter() {
 		return nil, false
@@ -50,6 +61,9 @@ func (c *Cache) Block(obj store.Object, index int64) ([]byte, bool) {
 	if b, ok := c.ramBlock(k, want); ok {
 		c.stats.ramBytesServed.Add(uint64(want))
 		return b, true
+	}
+	if !fromRing {
+		return nil, false
 	}
 	b := alignedBuffer(int(alignUp(want)))
 	if !c.readRing(k, want, b) {
@@ -117,16 +131,11 @@ func (c *Cache) readBlock(k blockKey, want, from int64, dst []byte) bool {
 		c.bufs.Put(bufp)
 		return false
 	}
-	buf := (*bufp)[:want]
-	copy(dst, buf[from:])
+	copy(dst, (*bufp)[from:want])
 	c.stats.ringBytesServed.Add(uint64(len(dst)))
-	if c.ram != nil {
-		// Promote: the buffer now belongs to the RAM tier. Ring reads bypass
-		// the page cache, so this is the only copy held in memory.
-		c.ram.set(k, buf)
-	} else {
-		c.bufs.Put(bufp)
-	}
+	// Not promoted to RAM: the caller keeps its copy (a read-ahead part, a
+	// registered buffer). Block promotes what a reader will come back to.
+	c.bufs.Put(bufp)
 	return true
 }
 

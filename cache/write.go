@@ -12,11 +12,23 @@ type pendingBlock struct {
 	size  int64  // the block's real length
 }
 
-// PutRange caches data, the bytes of obj from off. off must be a multiple of
-// the block size; data is split into blocks, and a trailing partial block is
-// kept only when it ends the object. data is copied. Blocks the ring already
-// holds are not rewritten.
+// PutRange caches data, the bytes of obj from off, in the ring and in the
+// RAM tier. off must be a multiple of the block size; data is split into
+// blocks, and a trailing partial block is kept only when it ends the object.
+// data is copied. Blocks the ring already holds are not rewritten.
 func (c *Cache) PutRange(obj store.Object, off int64, data []byte) {
+	c.put(obj, off, data, true)
+}
+
+// PutAhead is PutRange for bytes the caller keeps in memory until they are
+// read (a sequential reader's read-ahead, a warm): they go to the ring
+// alone, through a reused buffer, so RAM does not hold them twice and the
+// stream allocates nothing per block. With the ring off they go to RAM.
+func (c *Cache) PutAhead(obj store.Object, off int64, data []byte) {
+	c.put(obj, off, data, false)
+}
+
+func (c *Cache) put(obj store.Object, off int64, data []byte, inMemory bool) {
 	bs := c.cfg.BlockSize
 	if off < 0 || off%bs != 0 || off >= obj.Size || len(data) == 0 {
 		return
@@ -26,20 +38,36 @@ func (c *Cache) PutRange(obj store.Object, off int64, data []byte) {
 		return
 	}
 	defer c.leave()
+	r := c.liveRing()
+	inMemory = c.ram != nil && (inMemory || r == nil)
 	ver := versionOfObject(c.cfg.Namespace, obj)
 	var blocks []pendingBlock
+	var pooled []*[]byte
+	defer func() {
+		for _, b := range pooled {
+			c.bufs.Put(b)
+		}
+	}()
 	for start := int64(0); start < int64(len(data)); start += bs {
 		index := (off + start) / bs
 		chunk := data[start:min(start+bs, int64(len(data)))]
 		if int64(len(chunk)) != blockLength(obj, bs, index) {
 			break
 		}
-		if r := c.liveRing(); r != nil && r.has(blockKey{version: ver, index: index}) {
+		if r != nil && r.has(blockKey{version: ver, index: index}) {
 			// Read-ahead over a cached stretch hands the same blocks back;
 			// writing them again would only churn the ring.
 			continue
 		}
-		buf := alignedBuffer(int(alignUp(int64(len(chunk)))))
+		var buf []byte
+		if inMemory {
+			buf = alignedBuffer(int(alignUp(int64(len(chunk)))))
+		} else {
+			bufp := c.blockBuffer()
+			pooled = append(pooled, bufp)
+			buf = (*bufp)[:alignUp(int64(len(chunk)))]
+			clear(buf[len(chunk):]) // no stale bytes of another block in the slot
+		}
 		copy(buf, chunk)
 		blocks = append(blocks, pendingBlock{
 			key:   blockKey{version: ver, index: index},
@@ -49,10 +77,10 @@ func (c *Cache) PutRange(obj store.Object, off int64, data []byte) {
 		})
 	}
 	c.stats.puts.Add(uint64(len(blocks)))
-	if r := c.liveRing(); r != nil {
+	if r != nil {
 		c.writeRing(r, obj, blocks)
 	}
-	if c.ram != nil && len(blocks) > 0 {
+	if inMemory && len(blocks) > 0 {
 		for _, b := range blocks {
 			c.ram.set(b.key, b.data[:b.size])
 		}

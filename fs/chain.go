@@ -15,21 +15,23 @@ var errDecline = errors.New("reader declines")
 
 // BlockCache is the cache as the read path sees it. cache.Cache satisfies it.
 type BlockCache interface {
-	// ReadAt serves [off, off+len(p)) only when every block of it is cached
-	// and verified; ok=false promises nothing about p.
-	ReadAt(obj store.Object, p []byte, off int64) (n int, ok bool)
-	// Block returns one whole cached block, shared: never written again,
-	// valid for as long as the caller keeps it.
+	// Block returns one whole cached block, from RAM or (verified) from
+	// disk, shared: never written again, valid for as long as the caller
+	// keeps it.
 	Block(obj store.Object, index int64) ([]byte, bool)
+	// MemBlock is Block from RAM alone: it never waits on the disk.
+	MemBlock(obj store.Object, index int64) ([]byte, bool)
 	// PutRange stores fetched bytes; off is block-aligned.
 	PutRange(obj store.Object, off int64, data []byte)
 }
 
 // Stream is one handle's read-ahead stream. prefetch.Stream satisfies it.
 type Stream interface {
-	ReadAt(ctx context.Context, p []byte, off int64) (int, error)
-	// Observe tells the stream of a read served elsewhere (the cache), so
-	// its window moves on and it lets go of parts that read consumed.
+	// ReadAtCached is io.ReaderAt's ReadAt that also says whether every
+	// byte came from the cache (read ahead from disk) rather than a GET.
+	ReadAtCached(ctx context.Context, p []byte, off int64) (n int, cached bool, err error)
+	// Observe tells the stream of a read served elsewhere (the RAM tier),
+	// so its window moves on and it lets go of parts that read consumed.
 	Observe(off, n int64)
 	Close()
 }
@@ -41,12 +43,10 @@ type Prefetcher interface {
 }
 
 // reader is one link of the chain. It fills p from off (io.ReaderAt
-// semantics: short only at the end of the object, with io.EOF) or returns
-// errDecline.
+// semantics: short only at the end of the object, with io.EOF) and names
+// the tier the bytes came from, for metrics; or it returns errDecline.
 type reader interface {
-	readAt(ctx context.Context, h *readState, p []byte, off int64) (int, error)
-	// tier names where the bytes came from, for metrics.
-	tier() string
+	readAt(ctx context.Context, h *readState, p []byte, off int64) (n int, tier string, err error)
 }
 
 // Tiers reported to Options.ObserveRead.
@@ -126,7 +126,7 @@ func (c chain) readAt(ctx context.Context, h *readState, p []byte, off int64) (i
 		return 0, TierCache, io.EOF
 	}
 	for _, r := range c.readers {
-		n, err := r.readAt(ctx, h, p, off)
+		n, tier, err := r.readAt(ctx, h, p, off)
 		if errors.Is(err, errDecline) {
 			continue
 		}
@@ -135,21 +135,35 @@ func (c chain) readAt(ctx context.Context, h *readState, p []byte, off int64) (i
 				st.Observe(off, int64(n))
 			}
 		}
-		return n, r.tier(), err
+		return n, tier, err
 	}
 	return 0, TierNetwork, errDecline
 }
 
-// newChain assembles the readers that are configured, fastest first.
+// newChain assembles the readers that are configured, fastest first. With
+// read-ahead, the cache link serves from RAM alone: blocks on disk are read
+// by the stream, ahead of the reader and in parallel, rather than one at a
+// time when each read reaches them.
 func newChain(st store.Store, cache BlockCache, pf Prefetcher, blockSize int64) chain {
 	c := chain{pf: pf}
 	if cache != nil {
-		c.readers = append(c.readers, cacheReader{cache: cache, blockSize: blockSize})
+		c.readers = append(c.readers, cacheReader{cache: cache, blockSize: blockSize, memOnly: pf != nil})
 	}
 	if pf != nil {
 		c.readers = append(c.readers, streamReader{pf})
 	} else {
 		c.readers = append(c.readers, directReader{st: st, cache: cache, blockSize: blockSize})
+	}
+	return c
+}
+
+// newOneShotChain is newChain for reads made without a handle (the GPU side
+// interface): with nothing to read ahead for, the cache link serves from
+// disk too, copying each byte once.
+func newOneShotChain(st store.Store, cache BlockCache, pf Prefetcher, blockSize int64) chain {
+	c := newChain(st, cache, pf, blockSize)
+	if cache != nil {
+		c.readers[0] = cacheReader{cache: cache, blockSize: blockSize}
 	}
 	return c
 }
@@ -162,26 +176,31 @@ func clip(obj store.Object, p []byte, off int64) ([]byte, bool) {
 	return p, false
 }
 
-// cacheReader serves reads whose blocks are all cached. A read inside one
-// block reads the whole block once into the handle's lastBlock.
+// cacheReader serves reads whose blocks are all cached (in RAM alone when
+// memOnly). A read inside one block reads the whole block once into the
+// handle's lastBlock.
 type cacheReader struct {
 	cache     BlockCache
 	blockSize int64
+	memOnly   bool
 }
 
-func (cacheReader) tier() string { return TierCache }
+func (r cacheReader) block(obj store.Object, index int64) ([]byte, bool) {
+	if r.memOnly {
+		return r.cache.MemBlock(obj, index)
+	}
+	return r.cache.Block(obj, index)
+}
 
-func (r cacheReader) readAt(ctx context.Context, h *readState, p []byte, off int64) (int, error) {
+func (r cacheReader) readAt(ctx context.Context, h *readState, p []byte, off int64) (int, string, error) {
 	q, short := clip(h.obj, p, off)
-	if !r.readBlockwise(h, q, off) {
-		if _, ok := r.cache.ReadAt(h.obj, q, off); !ok {
-			return 0, errDecline
-		}
+	if !r.readBlockwise(h, q, off) && !r.readSpanning(h.obj, q, off) {
+		return 0, TierCache, errDecline
 	}
 	if short {
-		return len(q), io.EOF
+		return len(q), TierCache, io.EOF
 	}
-	return len(q), nil
+	return len(q), TierCache, nil
 }
 
 // readBlockwise serves q through the handle's kept block when q lies in
@@ -198,7 +217,7 @@ func (r cacheReader) readBlockwise(h *readState, q []byte, off int64) bool {
 	if b.serve(q, off) {
 		return true
 	}
-	data, ok := r.cache.Block(h.obj, start/bs)
+	data, ok := r.block(h.obj, start/bs)
 	if !ok {
 		b.data = nil
 		return false
@@ -207,17 +226,41 @@ func (r cacheReader) readBlockwise(h *readState, q []byte, off int64) bool {
 	return b.serve(q, off)
 }
 
+// readSpanning serves q, which may span blocks, when every block is cached.
+func (r cacheReader) readSpanning(obj store.Object, q []byte, off int64) bool {
+	bs := r.blockSize
+	if bs <= 0 {
+		return false
+	}
+	end := off + int64(len(q))
+	for index := off / bs; index*bs < end; index++ {
+		data, ok := r.block(obj, index)
+		if !ok {
+			return false
+		}
+		start := index * bs
+		lo, hi := max(off, start), min(end, start+int64(len(data)))
+		if hi-lo < min(end, start+bs)-lo {
+			return false
+		}
+		copy(q[lo-off:hi-off], data[lo-start:])
+	}
+	return true
+}
+
 // streamReader reads through the handle's prefetch stream.
 type streamReader struct{ pf Prefetcher }
 
-func (streamReader) tier() string { return TierNetwork }
-
-func (r streamReader) readAt(ctx context.Context, h *readState, p []byte, off int64) (int, error) {
+func (r streamReader) readAt(ctx context.Context, h *readState, p []byte, off int64) (int, string, error) {
 	st := h.openStream(r.pf)
 	if st == nil {
-		return 0, fmt.Errorf("read %s: handle released: %w", h.obj.Key, context.Canceled)
+		return 0, TierNetwork, fmt.Errorf("read %s: handle released: %w", h.obj.Key, context.Canceled)
 	}
-	return st.ReadAt(ctx, p, off)
+	n, cached, err := st.ReadAtCached(ctx, p, off)
+	if cached {
+		return n, TierCache, err
+	}
+	return n, TierNetwork, err
 }
 
 // directReader is the plain path: whole blocks by ranged GET (stored in the
@@ -229,9 +272,12 @@ type directReader struct {
 	blockSize int64
 }
 
-func (directReader) tier() string { return TierNetwork }
+func (r directReader) readAt(ctx context.Context, h *readState, p []byte, off int64) (int, string, error) {
+	n, err := r.read(ctx, h, p, off)
+	return n, TierNetwork, err
+}
 
-func (r directReader) readAt(ctx context.Context, h *readState, p []byte, off int64) (int, error) {
+func (r directReader) read(ctx context.Context, h *readState, p []byte, off int64) (int, error) {
 	if r.cache == nil || r.blockSize <= 0 {
 		return r.st.ReadRange(ctx, h.obj, off, p)
 	}

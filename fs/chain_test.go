@@ -10,20 +10,20 @@ import (
 	"github.com/shardfs/shardfs/store"
 )
 
-// fakeCache holds whole objects and counts the reads it serves.
 type fakeCache struct {
 	data      map[string][]byte
+	onDisk    map[string]bool
 	blockSize int64
 	reads     int
 }
 
-func (c *fakeCache) ReadAt(obj store.Object, p []byte, off int64) (int, bool) {
-	d, ok := c.data[obj.Key]
-	if !ok {
-		return 0, false
+// fakeCache holds whole objects and counts the blocks it hands out. Objects
+// in onDisk are not in its RAM tier.
+func (c *fakeCache) MemBlock(obj store.Object, index int64) ([]byte, bool) {
+	if c.onDisk[obj.Key] {
+		return nil, false
 	}
-	c.reads++
-	return copy(p, d[off:]), true
+	return c.Block(obj, index)
 }
 
 func (c *fakeCache) Block(obj store.Object, index int64) ([]byte, bool) {
@@ -67,5 +67,62 @@ func TestCacheReaderReadsEachBlockOnce(t *testing.T) {
 	p := make([]byte, bs)
 	if n, _, err := c.readAt(context.Background(), h, p, bs/2); err != nil || n != bs || !bytes.Equal(p, data[bs/2:bs/2+bs]) {
 		t.Fatalf("spanning read = %d, %v", n, err)
+	}
+	// So is one that ends at the object's short last block.
+	p = make([]byte, bs)
+	if n, _, err := c.readAt(context.Background(), h, p, 3*bs-500); err != io.EOF || n != 1277 || !bytes.Equal(p[:n], data[3*bs-500:]) {
+		t.Fatalf("read to the end = %d, %v", n, err)
+	}
+}
+
+// fakePrefetcher's streams serve whole objects, counting reads and the
+// reads they were told of.
+type fakePrefetcher struct {
+	data     map[string][]byte
+	reads    int
+	observed int
+}
+
+func (f *fakePrefetcher) OpenStream(obj store.Object) Stream { return &fakeStream{f, obj} }
+func (f *fakePrefetcher) Hint(...store.Object)               {}
+
+type fakeStream struct {
+	f   *fakePrefetcher
+	obj store.Object
+}
+
+func (s *fakeStream) ReadAtCached(ctx context.Context, p []byte, off int64) (int, bool, error) {
+	s.f.reads++
+	n := copy(p, s.f.data[s.obj.Key][off:])
+	if n < len(p) {
+		return n, true, io.EOF
+	}
+	return n, true, nil
+}
+func (s *fakeStream) Observe(off, n int64) { s.f.observed++ }
+func (s *fakeStream) Close()               {}
+
+// TestWithReadAheadTheCacheLinkServesRAMOnly: with a prefetcher, blocks
+// the cache has in RAM are served by the cache link (and the stream hears
+// of them), while blocks only on disk go to the stream, which reads them
+// ahead; the stream's cached answer is reported as the cache tier.
+func TestWithReadAheadTheCacheLinkServesRAMOnly(t *testing.T) {
+	const bs = 4096
+	data := make([]byte, 3*bs)
+	rand.New(rand.NewSource(2)).Read(data)
+	objects := map[string][]byte{"ram": data, "disk": data}
+	cache := &fakeCache{data: objects, onDisk: map[string]bool{"disk": true}, blockSize: bs}
+	pf := &fakePrefetcher{data: objects}
+	c := newChain(nil, cache, pf, bs)
+	for _, key := range []string{"ram", "disk"} {
+		h := &readState{obj: store.Object{Key: key, Size: int64(len(data)), ETag: "e"}}
+		p := make([]byte, bs)
+		n, tier, err := c.readAt(context.Background(), h, p, bs)
+		if err != nil || n != bs || !bytes.Equal(p, data[bs:2*bs]) || tier != TierCache {
+			t.Fatalf("%s: read = %d, %s, %v, or wrong bytes", key, n, tier, err)
+		}
+	}
+	if pf.reads != 1 || pf.observed != 1 {
+		t.Fatalf("stream read %d times and observed %d reads; want 1 and 1 (disk read, RAM hit)", pf.reads, pf.observed)
 	}
 }

@@ -22,6 +22,7 @@ const SideDir = ".shardfs"
 type mountState struct {
 	opts      Options
 	chain     chain
+	oneShot   chain                   // for reads without a handle
 	objects   map[string]store.Object // visible path -> object
 	mountTime time.Time
 	handles   atomic.Uint64
@@ -54,6 +55,7 @@ func New(opts Options) (*Root, error) {
 	m := &mountState{
 		opts:      opts,
 		chain:     newChain(opts.Store, opts.Cache, opts.Prefetcher, opts.BlockSize),
+		oneShot:   newOneShotChain(opts.Store, opts.Cache, opts.Prefetcher, opts.BlockSize),
 		objects:   map[string]store.Object{},
 		mountTime: time.Now(),
 	}
@@ -111,6 +113,6 @@ func (r *Root) Object(path string) (store.Object, bool) {
 func (r *Root) ReadAt(ctx context.Context, obj store.Object, p []byte, off int64) (int, error) {
 	st := &readState{obj: obj}
 	defer st.close()
-	n, _, err := r.m.chain.readAt(ctx, st, p, off)
+	n, _, err := r.m.oneShot.readAt(ctx, st, p, off)
 	return n, err
 }

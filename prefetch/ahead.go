@@ -29,23 +29,22 @@ func (s *Scheduler) applyLocked(st *Stream, plan Plan, serveHere bool) {
 	s.checkLocked()
 }
 
-// coverLocked makes st hold every part over r, starting GETs for the gaps
-// while afford allows. Read-ahead (not urgent) skips cached blocks.
+// coverLocked makes st hold every part over r, starting reads for the gaps
+// while afford allows. Read-ahead (not urgent) skips blocks the cache has
+// in memory: the read will find them there.
 func (s *Scheduler) coverLocked(st *Stream, r Range, urgent bool, afford func(size int64) bool) {
 	for pos := r.Start; pos < r.End; {
 		p := s.partAt(st.o, pos)
 		if p == nil {
-			gap := s.gapLocked(st.o, pos, r.End)
-			if !urgent {
-				if gap = s.uncachedLocked(st.o, gap); gap.Empty() {
-					pos = gap.End + s.cfg.BlockSize
-					continue
-				}
+			gap, fromCache := s.sourceLocked(st.o, s.gapLocked(st.o, pos, r.End), !urgent)
+			if gap.Empty() {
+				pos = gap.End + s.cfg.BlockSize
+				continue
 			}
 			if !afford(s.chargeOf(gap)) {
 				return
 			}
-			p = s.newPartLocked(st.o, gap, urgent, !urgent)
+			p = s.newPartLocked(st.o, gap, urgent, !urgent, fromCache)
 		}
 		s.holdLocked(st, p)
 		pos = p.end
@@ -104,7 +103,7 @@ func (s *Scheduler) prefetchStartLocked(obj store.Object, want int64, kind specK
 		if !afford(s.chargeOf(gap)) {
 			return false
 		}
-		p := s.newPartLocked(o, gap, false, true)
+		p := s.newPartLocked(o, gap, false, true, false)
 		p.spec = kind
 		s.specInUse += p.size
 		s.spec = append(s.spec, p)
@@ -125,9 +124,31 @@ func (s *Scheduler) uncachedLocked(o *object, gap Range) Range {
 		return gap
 	}
 	for b := gap.Start; b < gap.End; b += s.cfg.BlockSize {
-		if s.cache.Contains(o.obj, b) {
+		if cached, _ := s.cache.Holds(o.obj, b); cached {
 			return Range{gap.Start, b}
 		}
 	}
 	return gap
+}
+
+// sourceLocked cuts gap (block-aligned) where the cache starts or stops
+// holding its blocks, so that a part over the result is read whole from the
+// cache (fromCache) or whole from the Fetcher. With skipMemory, a gap that
+// starts at a block the cache has in memory comes back empty, starting and
+// ending at that block, and a gap is cut before such a block.
+func (s *Scheduler) sourceLocked(o *object, gap Range, skipMemory bool) (r Range, fromCache bool) {
+	if s.cache == nil || gap.Empty() {
+		return gap, false
+	}
+	cached, inMemory := s.cache.Holds(o.obj, gap.Start)
+	if skipMemory && inMemory {
+		return Range{gap.Start, gap.Start}, false
+	}
+	for b := gap.Start + s.cfg.BlockSize; b < gap.End; b += s.cfg.BlockSize {
+		c, m := s.cache.Holds(o.obj, b)
+		if c != cached || (skipMemory && m) {
+			return Range{gap.Start, b}, cached
+		}
+	}
+	return gap, cached
 }

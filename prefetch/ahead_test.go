@@ -1,7 +1,10 @@
 package prefetch
 
 import (
+	"bytes"
+	"io"
 	"strings"
+	"sync/atomic"
 	"testing"
 
 	"github.com/shardfs/shardfs/store"
@@ -146,14 +149,39 @@ func TestObserveMovesTheWindow(t *testing.T) {
 	}
 }
 
-// warmCache is a Cache that already holds every block of some objects.
+// warmCache is a Cache that already holds every block of some objects on
+// disk, and of others in memory. lose, when set, makes ReadAt fail for the
+// blocks it accepts, as when the ring overwrites a block after Holds said
+// it was there.
 type warmCache struct {
 	*recordingSink
-	warm map[string]bool
+	warm, inMemory map[string]bool
+	lose           func(obj store.Object, off int64) bool
+	reads          *atomic.Int64 // ReadAt calls that served
 }
 
-func (c warmCache) Contains(obj store.Object, off int64) bool {
-	return c.warm[obj.Key] || c.has(obj.Key, off)
+func newWarmCache(t *testing.T, cfg Config, warm ...string) warmCache {
+	c := warmCache{recordingSink: newRecordingSink(t, cfg.BlockSize), warm: map[string]bool{}, inMemory: map[string]bool{}, reads: &atomic.Int64{}}
+	for _, k := range warm {
+		c.warm[k] = true
+	}
+	return c
+}
+
+func (c warmCache) Holds(obj store.Object, off int64) (cached, inMemory bool) {
+	return c.warm[obj.Key] || c.inMemory[obj.Key] || c.has(obj.Key, off), c.inMemory[obj.Key]
+}
+
+func (c warmCache) PutAhead(obj store.Object, off int64, data []byte) { c.PutRange(obj, off, data) }
+
+func (c warmCache) ReadAt(obj store.Object, p []byte, off int64) (int, bool) {
+	for b := off / c.blockSize * c.blockSize; b < off+int64(len(p)); b += c.blockSize {
+		if cached, _ := c.Holds(obj, b); !cached || (c.lose != nil && c.lose(obj, b)) {
+			return 0, false
+		}
+	}
+	c.reads.Add(1)
+	return copy(p, wantBytes(obj, off, len(p))), true
 }
 
 // TestWarmCacheCostsNoGETs: over objects the cache already holds, reads
@@ -162,7 +190,7 @@ func (c warmCache) Contains(obj store.Object, off int64) bool {
 func TestWarmCacheCostsNoGETs(t *testing.T) {
 	cfg := smallConfig()
 	f := &fakeFetcher{}
-	cache := warmCache{newRecordingSink(t, cfg.BlockSize), map[string]bool{"a": true, "b": true}}
+	cache := newWarmCache(t, cfg, "a", "b")
 	s := newTestScheduler(t, cfg, f, cache)
 	a, b := fakeObject("a", 1<<20), fakeObject("b", 1<<20)
 	s.SetOrder([]store.Object{a, b})
@@ -176,5 +204,79 @@ func TestWarmCacheCostsNoGETs(t *testing.T) {
 	}
 	if n := s.Stats().NextParts; n != 0 {
 		t.Fatalf("%d parts prefetched for a cached next object", n)
+	}
+}
+
+// TestReadAheadLoadsCachedBlocks: over an object the cache holds on disk,
+// reads are served from parts read from the cache, read-ahead loads the
+// blocks ahead of the reader the same way, and nothing is fetched or put
+// back. Over an object the cache holds in memory, read-ahead loads nothing.
+func TestReadAheadLoadsCachedBlocks(t *testing.T) {
+	ctx := testContext(t)
+	cfg := smallConfig()
+	f := &fakeFetcher{}
+	cache := newWarmCache(t, cfg, "disk")
+	cache.inMemory["ram"] = true
+	s := newTestScheduler(t, cfg, f, cache)
+	obj := fakeObject("disk", 40<<10+123)
+	st := s.Open(obj)
+	defer st.Close()
+	buf := make([]byte, 4<<10)
+	for off := int64(0); off < obj.Size; off += int64(len(buf)) {
+		n, cached, err := st.ReadAtCached(ctx, buf, off)
+		if (err != nil && err != io.EOF) || !bytes.Equal(buf[:n], wantBytes(obj, off, len(buf))) {
+			t.Fatalf("read at %d: %d bytes, %v, or wrong bytes", off, n, err)
+		}
+		if !cached {
+			t.Fatalf("read at %d not reported as served from the cache", off)
+		}
+	}
+	stats := s.Stats()
+	if f.gets.Load() != 0 || stats.FetchedBytes != 0 || cache.total() != 0 {
+		t.Fatalf("%d GETs, %d bytes fetched, %d bytes put back for an object the cache holds", f.gets.Load(), stats.FetchedBytes, cache.total())
+	}
+	if stats.CacheBytes != obj.Size || stats.PrefetchedServedBytes == 0 {
+		t.Fatalf("%d bytes read from the cache (want %d), %d served from read-ahead (want > 0)", stats.CacheBytes, obj.Size, stats.PrefetchedServedBytes)
+	}
+
+	ram := fakeObject("ram", 40<<10)
+	rs := s.Open(ram)
+	defer rs.Close()
+	for off := int64(0); off < ram.Size; off += int64(len(buf)) {
+		rs.Observe(off, int64(len(buf)))
+	}
+	if got := s.Stats().CacheBytes - stats.CacheBytes; got != 0 {
+		t.Fatalf("read-ahead over blocks in memory loaded %d bytes into parts", got)
+	}
+}
+
+// TestCachedPartFallsBackToTheFetcher: a block the cache loses between
+// the part's making and its read is fetched, with the rest of the part,
+// and put in the cache; the reader sees the right bytes and a read served
+// from fetched bytes is not reported as cached.
+func TestCachedPartFallsBackToTheFetcher(t *testing.T) {
+	ctx := testContext(t)
+	cfg := smallConfig()
+	f := &fakeFetcher{}
+	cache := newWarmCache(t, cfg, "torn")
+	cache.lose = func(_ store.Object, off int64) bool { return off >= 8<<10 }
+	s := newTestScheduler(t, cfg, f, cache)
+	obj := fakeObject("torn", 16<<10)
+	st := s.Open(obj)
+	defer st.Close()
+	buf := make([]byte, obj.Size)
+	n, cached, err := st.ReadAtCached(ctx, buf, 0)
+	if err != nil || n != len(buf) || !bytes.Equal(buf, wantBytes(obj, 0, len(buf))) {
+		t.Fatalf("read = %d, %v, or wrong bytes", n, err)
+	}
+	if cached {
+		t.Fatal("a read half served from a GET reported as cached")
+	}
+	stats := s.Stats()
+	if stats.CacheBytes != 8<<10 || stats.FetchedBytes != 8<<10 {
+		t.Fatalf("%d bytes from the cache, %d fetched; want 8 KiB each", stats.CacheBytes, stats.FetchedBytes)
+	}
+	if !cache.has("torn", 8<<10) || !cache.has("torn", 12<<10) || cache.total() != 8<<10 {
+		t.Fatalf("fetched blocks not put back alone: sink got %d bytes", cache.total())
 	}
 }

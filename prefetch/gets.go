@@ -60,28 +60,37 @@ func (s *Scheduler) startLocked(p *part) {
 	go s.get(ctx, p)
 }
 
-// get runs one part's GET, publishes the result to waiting reads, then
-// hands the bytes to the Sink.
+// get fills one part, from the cache where it holds the part and from the
+// Fetcher for the rest, publishes the result to waiting reads, then hands
+// what was fetched to the Sink.
 func (s *Scheduler) get(ctx context.Context, p *part) {
 	defer s.wg.Done()
 	defer p.cancel()
 	want := p.end - p.off
-	progress := store.WithProgress(ctx, func(n int) { p.arrived.set(int64(n)) })
-	n, err := s.fetch.ReadRange(progress, p.o.obj, p.off, p.buf[:want])
-	switch {
-	case errors.Is(err, io.EOF) && int64(n) == want:
-		err = nil
-	case err == nil && int64(n) < want, errors.Is(err, io.EOF):
-		err = io.ErrUnexpectedEOF
+	var fromCache int64
+	if p.fromCache {
+		fromCache = s.readCached(p, want)
 	}
-	if err != nil {
-		err = fmt.Errorf("prefetch %s: %w", p, err)
+	var n int
+	var err error
+	if fromCache < want {
+		if p.fromCache {
+			// Before any fetched byte arrives: reads must not count
+			// those as served from the cache.
+			s.mu.Lock()
+			p.fromCache = false
+			s.mu.Unlock()
+		}
+		n, err = s.fetchRest(ctx, p, fromCache, want)
 	}
 
 	s.mu.Lock()
 	s.running--
-	s.stats.Gets++
-	s.stats.FetchedBytes += int64(n)
+	s.stats.CacheBytes += fromCache
+	if fromCache < want {
+		s.stats.Gets++
+		s.stats.FetchedBytes += int64(n)
+	}
 	if err != nil && s.closed {
 		err = fmt.Errorf("prefetch %s: %w", p, ErrClosed)
 	}
@@ -102,7 +111,7 @@ func (s *Scheduler) get(ctx context.Context, p *part) {
 		s.mu.Unlock()
 		return
 	}
-	if s.sink == nil {
+	if s.sink == nil || fromCache == want {
 		s.releaseIfUnusedLocked(p)
 		s.mu.Unlock()
 		return
@@ -110,10 +119,48 @@ func (s *Scheduler) get(ctx context.Context, p *part) {
 	p.pins++
 	s.mu.Unlock()
 
-	s.sink.PutRange(p.o.obj, p.off, p.buf[:want])
+	if p.ahead && s.cache != nil {
+		s.cache.PutAhead(p.o.obj, p.off+fromCache, p.buf[fromCache:want])
+	} else {
+		s.sink.PutRange(p.o.obj, p.off+fromCache, p.buf[fromCache:want])
+	}
 
 	s.mu.Lock()
 	p.pins--
 	s.releaseIfUnusedLocked(p)
 	s.mu.Unlock()
+}
+
+// readCached copies p's blocks from the cache, one at a time so that reads
+// waiting on the first are answered at once, and returns how many leading
+// bytes it got (a multiple of BlockSize unless all of them): the cache may
+// have lost a block since the part was made.
+func (s *Scheduler) readCached(p *part, want int64) int64 {
+	var done int64
+	for done < want {
+		end := min(done+s.cfg.BlockSize, want)
+		if _, ok := s.cache.ReadAt(p.o.obj, p.buf[done:end], p.off+done); !ok {
+			break
+		}
+		done = end
+		p.arrived.set(done)
+	}
+	return done
+}
+
+// fetchRest GETs p's bytes from offset from (within the part) to want and
+// returns how many it got, or the error that ended the GET.
+func (s *Scheduler) fetchRest(ctx context.Context, p *part, from, want int64) (int, error) {
+	progress := store.WithProgress(ctx, func(n int) { p.arrived.set(from + int64(n)) })
+	n, err := s.fetch.ReadRange(progress, p.o.obj, p.off+from, p.buf[from:want])
+	switch {
+	case errors.Is(err, io.EOF) && int64(n) == want-from:
+		err = nil
+	case err == nil && int64(n) < want-from, errors.Is(err, io.EOF):
+		err = io.ErrUnexpectedEOF
+	}
+	if err != nil {
+		err = fmt.Errorf("prefetch %s: %w", p, err)
+	}
+	return n, err
 }

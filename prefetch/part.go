@@ -36,6 +36,9 @@ type part struct {
 	urgent   bool  // a read is waiting for it: first in line for a GET slot
 	ahead    bool  // fetched before any read needed it
 	spec     specKind
+	// fromCache: the cache held every block when the part was made, so it
+	// is read from there; cleared if the cache then fails it.
+	fromCache bool
 
 	buf     []byte
 	arrived arrival       // leading bytes of buf that are final, before done
@@ -95,10 +98,10 @@ func (s *Scheduler) chargeOf(r Range) int64 { return ceilTo(r.Len(), s.cfg.Block
 
 // newPartLocked registers a part over r, which must be a gap, charges the
 // budget, and queues its GET. The caller has checked the budget.
-func (s *Scheduler) newPartLocked(o *object, r Range, urgent, ahead bool) *part {
+func (s *Scheduler) newPartLocked(o *object, r Range, urgent, ahead, fromCache bool) *part {
 	p := &part{
 		o: o, off: r.Start, end: r.End, size: s.chargeOf(r),
-		urgent: urgent, ahead: ahead,
+		urgent: urgent, ahead: ahead, fromCache: fromCache,
 		done: make(chan struct{}), holders: map[*Stream]int64{},
 	}
 	for b := r.Start / s.cfg.BlockSize; b*s.cfg.BlockSize < r.End; b++ {

@@ -23,14 +23,25 @@ type Sink interface {
 	PutRange(obj store.Object, off int64, data []byte)
 }
 
-// Cache is a Sink that can also say which blocks it holds. When the Sink
-// given to NewScheduler is a Cache, read-ahead and the prefetch of objects
-// not yet open skip blocks it already has (a second epoch over a warm cache
-// costs no GETs); a read that asks a Stream for such a block still gets it.
-// Contains is called with the scheduler's lock held and must not call back.
+// Cache is a Sink that can also say which blocks it holds and read them
+// back. When the Sink given to NewScheduler is a Cache, a part whose blocks
+// the cache holds is read from the cache rather than the Fetcher: read-ahead
+// over a warm stretch loads it from local disk into memory ahead of the
+// reader and sends no GET. Read-ahead leaves blocks already in memory to
+// the cache, and the prefetch of objects not yet open skips every cached
+// block. Holds is called with the scheduler's lock held and must not call
+// back.
 type Cache interface {
 	Sink
-	Contains(obj store.Object, off int64) bool // whether the block at off (a multiple of BlockSize) is cached
+	// Holds says whether the block at off (a multiple of BlockSize) is
+	// cached, and whether in memory (where reading it ahead gains nothing).
+	Holds(obj store.Object, off int64) (cached, inMemory bool)
+	// ReadAt copies [off, off+len(p)) from the cache when it holds every
+	// block of it, verified; ok=false promises nothing about p.
+	ReadAt(obj store.Object, p []byte, off int64) (n int, ok bool)
+	// PutAhead is PutRange for a part fetched ahead of its reader, which
+	// will be served from the part: the cache need not hold it in memory.
+	PutAhead(obj store.Object, off int64, data []byte)
 }
 
 // ErrClosed is returned by reads on a closed Stream or Scheduler.

@@ -6,6 +6,7 @@ package prefetch
 type Stats struct {
 	Gets                  int64 // ranged GETs finished, successful or not
 	FetchedBytes          int64 // bytes those GETs returned
+	CacheBytes            int64 // bytes parts read from the cache instead (read-ahead over a warm stretch)
 	ServedBytes           int64 // bytes returned by ReadAt
 	PrefetchedServedBytes int64 // of ServedBytes, bytes from parts fetched ahead of the read that needed them
 	Waits                 int64 // reads that waited for bytes still on the network

@@ -62,42 +62,51 @@ func (s *Scheduler) extentLocked(o *object) int64 {
 // fails only when the fetch fails (the error wraps the Fetcher's, e.g.
 // store.ErrChanged), ctx ends, or the stream or scheduler is closed.
 func (st *Stream) ReadAt(ctx context.Context, p []byte, off int64) (int, error) {
+	n, _, err := st.ReadAtCached(ctx, p, off)
+	return n, err
+}
+
+// ReadAtCached is ReadAt that also reports whether every byte it served
+// was read from the cache rather than fetched.
+func (st *Stream) ReadAtCached(ctx context.Context, p []byte, off int64) (n int, cached bool, err error) {
 	s := st.s
 	if off < 0 {
-		return 0, fmt.Errorf("prefetch %s: offset %d: %w", st.obj.Key, off, store.ErrInvalidRange)
+		return 0, false, fmt.Errorf("prefetch %s: offset %d: %w", st.obj.Key, off, store.ErrInvalidRange)
 	}
 	if len(p) == 0 {
-		return 0, nil
+		return 0, false, nil
 	}
 	if off >= st.obj.Size {
-		return 0, io.EOF
+		return 0, false, io.EOF
 	}
 	end := min(off+int64(len(p)), st.obj.Size)
 
 	s.mu.Lock()
 	if st.closed || s.closed {
 		s.mu.Unlock()
-		return 0, fmt.Errorf("prefetch %s: %w", st.obj.Key, ErrClosed)
+		return 0, false, fmt.Errorf("prefetch %s: %w", st.obj.Key, ErrClosed)
 	}
 	plan := st.policy.Read(off, end-off)
 	s.applyLocked(st, plan, true)
 	s.mu.Unlock()
 
+	cached = true
 	for pos := off; pos < end; {
 		part, err := st.pin(ctx, pos, plan.Need.End)
 		if err != nil {
-			return int(pos - off), err
+			return int(pos - off), false, err
 		}
-		n, err := st.serve(ctx, part, p[pos-off:end-off], pos, plan.Sequential)
+		n, fromCache, err := st.serve(ctx, part, p[pos-off:end-off], pos, plan.Sequential)
 		pos += int64(n)
+		cached = cached && fromCache
 		if err != nil {
-			return int(pos - off), err
+			return int(pos - off), false, err
 		}
 	}
 	if int64(len(p)) > end-off {
-		return int(end - off), io.EOF
+		return int(end - off), cached, io.EOF
 	}
-	return len(p), nil
+	return len(p), cached, nil
 }
 
 // Observe tells the stream about a read of n bytes at off that was served
@@ -161,10 +170,10 @@ func (st *Stream) pin(ctx context.Context, pos, needEnd int64) (*part, error) {
 		}
 		p := s.partAt(st.o, pos)
 		if p == nil {
-			gap := s.gapLocked(st.o, pos/s.cfg.BlockSize*s.cfg.BlockSize, needEnd)
+			gap, fromCache := s.sourceLocked(st.o, s.gapLocked(st.o, pos/s.cfg.BlockSize*s.cfg.BlockSize, needEnd), false)
 			size := s.chargeOf(gap)
 			if s.affordLocked(size) {
-				p = s.newPartLocked(st.o, gap, true, false)
+				p = s.newPartLocked(st.o, gap, true, false, fromCache)
 			} else if !waited {
 				// From here on read-ahead and prefetch yield to this read.
 				s.stats.BudgetWaits++
@@ -201,11 +210,10 @@ func (st *Stream) pin(ctx context.Context, pos, needEnd int64) (*part, error) {
 // arrived, copies them and unpins p. It does not wait for the rest of the
 // part: a read at the start of a part is answered while the part's GET
 // still runs.
-func (st *Stream) serve(ctx context.Context, p *part, dst []byte, pos int64, sequential bool) (int, error) {
+func (st *Stream) serve(ctx context.Context, p *part, dst []byte, pos int64, sequential bool) (n int, fromCache bool, err error) {
 	s := st.s
 	need := min(pos+int64(len(dst)), p.end) - p.off
 	waited, err := st.awaitArrival(ctx, p, need)
-	n := 0
 	if err == nil {
 		n = copy(dst, p.buf[pos-p.off:need])
 	}
@@ -220,11 +228,12 @@ func (st *Stream) serve(ctx context.Context, p *part, dst []byte, pos int64, seq
 	if p.ahead {
 		s.stats.PrefetchedServedBytes += int64(n)
 	}
+	fromCache = p.fromCache
 	p.pins--
 	s.creditLocked(st, p, int64(n), sequential)
 	s.releaseIfUnusedLocked(p)
 	s.checkLocked()
-	return n, err
+	return n, fromCache, err
 }
 
 // awaitArrival waits until the first need bytes of p are final, and says

@@ -1,9 +1,7 @@
 package main
 
 import (
-	"context"
 	"fmt"
-	"io"
 	"log/slog"
 
 	"github.com/urfave/cli/v2"
@@ -13,30 +11,6 @@ import (
 	"github.com/shardfs/shardfs/prefetch"
 	"github.com/shardfs/shardfs/store"
 )
-
-// cacheFirst is the prefetcher's fetcher: a part whose blocks are all
-// cached is read from the cache, so read-ahead over a warmed stretch sends
-// no GET; anything else goes to the store.
-type cacheFirst struct {
-	cache *cache.Cache
-	store store.Store
-}
-
-func (f cacheFirst) ReadRange(ctx context.Context, obj store.Object, off int64, p []byte) (int, error) {
-	q := p
-	if rest := obj.Size - off; int64(len(q)) > rest {
-		q = q[:max(rest, 0)]
-	}
-	if len(q) > 0 {
-		if n, ok := f.cache.ReadAt(obj, q, off); ok {
-			if len(q) < len(p) {
-				return n, io.EOF
-			}
-			return n, nil
-		}
-	}
-	return f.store.ReadRange(ctx, obj, off, p)
-}
 
 // prefetcher adapts the scheduler to what fs asks of read-ahead.
 type prefetcher struct{ *prefetch.Scheduler }
@@ -63,7 +37,7 @@ func newPrefetcher(c *cli.Context, cc *cache.Cache, st store.Store, objs []store
 	if err := cfg.Validate(); err != nil {
 		return nil, fmt.Errorf("read-ahead: %w", err)
 	}
-	s := prefetch.NewScheduler(cfg, cacheFirst{cache: cc, store: st}, cc, log)
+	s := prefetch.NewScheduler(cfg, st, cc, log)
 	s.SetOrder(objs)
 	return s, nil
 }

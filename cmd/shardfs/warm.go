@@ -169,7 +169,7 @@ func warmCache(ctx context.Context, out io.Writer, st store.Store, c *cache.Cach
 				res.record(p.obj.Key, 0, err)
 				return
 			}
-			c.PutRange(p.obj, p.off, buf[:n])
+			c.PutAhead(p.obj, p.off, buf[:n])
 			bar.add(int64(n))
 			res.record(p.obj.Key, int64(n), nil)
 		}

@@ -7,11 +7,14 @@
 // implements only the small per-operation interfaces it needs, and every
 // operation that would modify the tree answers EROFS.
 //
-// A read asks each reader of the chain in turn (RAM tier, NVMe ring,
-// prefetch stream, plain ranged GET); a reader that cannot serve declines
-// with errDecline and the next one is asked. The chain is assembled by the
-// caller of New from what is configured, so the cache and the prefetcher
-// slot in without this package knowing their internals.
+// A read asks each reader of the chain in turn; a reader that cannot serve
+// declines with errDecline and the next one is asked. With read-ahead the
+// chain is the RAM tier, then the handle's prefetch stream, whose parts come
+// from the NVMe ring where it holds them and from the store otherwise, so
+// ring blocks are read ahead of the reader like network ones. Without it,
+// the chain is the RAM tier and ring, then a plain ranged GET. The chain is
+// assembled from what is configured, so the cache and the prefetcher slot in
+// without this package knowing their internals.
 //
 // A hidden directory /.shardfs (not listed by readdir, reachable by name)
 // holds the side files: ctl (capabilities and ioctls of the GPU interface),

@@ -55,15 +55,31 @@ func (s *Scheduler) coverLocked(st *Stream, r Range, urgent bool, afford func(si
 // order: the part of st's window that reaches past its end, and at least
 // the first part of each of the next NextShards objects. It is st's
 // read-ahead carried on, so it draws on st's share as its window shrinks.
+//
+// Objects another stream has open, or whose start another stream's spill
+// has claimed, are passed over without counting: when several readers
+// split a listing (DataLoader workers each take every W-th shard), the next
+// object is another reader's, and the one st's reader opens next lies
+// past those.
 func (s *Scheduler) spillLocked(st *Stream, spill int64, afford func(size int64) bool) {
 	i, ok := s.orderIndex[st.obj.Key]
 	if !ok || s.cfg.NextShards <= 0 {
 		return
 	}
-	for _, next := range s.order[i+1 : min(i+1+s.cfg.NextShards, len(s.order))] {
+	passes := len(s.streams) * (s.cfg.NextShards + 1) // what other streams can hold at most
+	for j, taken := i+1, 0; j < len(s.order) && taken < s.cfg.NextShards; j++ {
+		next := s.order[j]
+		if o := s.objects[objectID{next.Key, next.ETag}]; o != nil && (o.streams > 0 || (o.claimedBy != nil && o.claimedBy != st)) {
+			if passes--; passes < 0 {
+				return
+			}
+			continue
+		}
+		s.objectLocked(next).claimedBy = st
 		// Whole parts, as for the window itself.
 		s.prefetchStartLocked(next, min(ceilTo(max(spill, 1), s.cfg.PartSize), next.Size), specNext, afford)
 		spill = max(spill-next.Size, 0)
+		taken++
 	}
 }
 

@@ -43,6 +43,38 @@ func TestNextObjectStartIsFetchedBeforeItIsOpened(t *testing.T) {
 	}
 }
 
+// TestNextObjectSkipsOtherReadersShards: two readers splitting a listing
+// (a and b now, c and d next) each prefetch the first object nobody has
+// open or claimed: the reader of a passes over b (open) to c, the reader of
+// b passes over c (claimed) to d, and b itself is never prefetched.
+func TestNextObjectSkipsOtherReadersShards(t *testing.T) {
+	ctx := testContext(t)
+	cfg := smallConfig()
+	f := &fakeFetcher{}
+	s := newTestScheduler(t, cfg, f, nil)
+	var objs []store.Object
+	for _, k := range []string{"a", "b", "c", "d", "e"} {
+		objs = append(objs, fakeObject(k, 100<<10))
+	}
+	s.SetOrder(objs)
+	sa, sb := s.Open(objs[0]), s.Open(objs[1])
+	defer sa.Close()
+	defer sb.Close()
+	readAll(ctx, t, sa, objs[0], 4096)
+	readAll(ctx, t, sb, objs[1], 4096)
+	if n := f.getsAt("b", 0); n != 1 {
+		t.Fatalf("b's start fetched %d times, want once (by its reader, not as a next object)", n)
+	}
+	for _, k := range []string{"c", "d"} {
+		if n := f.getsAt(k, 0); n != 1 {
+			t.Errorf("%s's start fetched %d times before it was opened, want once", k, n)
+		}
+	}
+	if n := f.getsAt("e", 0); n != 0 {
+		t.Errorf("e prefetched (%d GETs): each reader should take one next object", n)
+	}
+}
+
 // TestNextObjectPrefetchYieldsToOpenStreams: what was prefetched for an
 // object nobody has open is dropped when open streams need the memory.
 func TestNextObjectPrefetchYieldsToOpenStreams(t *testing.T) {

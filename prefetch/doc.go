@@ -14,8 +14,11 @@
 // the objects named, so a handle opened next finds its first part fetched
 // or in flight.
 //
-// Every fetched part goes to the Sink (the cache) as it arrives; once its
-// readers have consumed it the part is freed. This package never stores
+// A part whose blocks the cache holds is read from the cache instead of
+// the Fetcher, so read-ahead over a warm stretch costs no GET and keeps the
+// local disk as busy as the network. Every fetched part goes to the Sink
+// (the cache) as it arrives; once its readers have consumed it the part is
+// freed. This package never stores
 // bytes beyond that, never talks to a backend except through Fetcher, and
 // never knows about FUSE.
 package prefetch

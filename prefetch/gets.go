@@ -50,6 +50,7 @@ func (s *Scheduler) startNextLocked() {
 
 func (s *Scheduler) startLocked(p *part) {
 	s.running++
+	s.stats.PeakRunning = max(s.stats.PeakRunning, int64(s.running))
 	p.started = true
 	p.buf = s.pool.get(p.size)
 	s.allocated += p.size

@@ -16,6 +16,9 @@ type object struct {
 	obj     store.Object
 	parts   map[int64]*part // block index → the part covering that block
 	streams int
+	// claimedBy is the stream whose spill prefetches this object's start;
+	// other streams' spills pass it over. Cleared when that stream closes.
+	claimedBy *Stream
 }
 
 // specKind says why a part was fetched for an object nobody has open.

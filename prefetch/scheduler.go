@@ -169,6 +169,7 @@ func (s *Scheduler) Stats() Stats {
 	st := s.stats
 	st.InUseBytes = s.inUse
 	st.Streams = int64(len(s.streams))
+	st.Running = int64(s.running)
 	return st
 }
 

@@ -1,8 +1,8 @@
 package prefetch
 
 // Stats are the scheduler's counters, for /.shardfs/stats and metrics.
-// Byte and part counts are totals since NewScheduler except InUseBytes and
-// Streams, which are current.
+// Byte and part counts are totals since NewScheduler except InUseBytes,
+// Streams and Running, which are current.
 type Stats struct {
 	Gets                  int64 // ranged GETs finished, successful or not
 	FetchedBytes          int64 // bytes those GETs returned
@@ -15,6 +15,8 @@ type Stats struct {
 	InUseBytes            int64 // budget held now by parts in flight or fetched and not yet consumed
 	PeakInUseBytes        int64 // the most InUseBytes has been
 	Streams               int64 // open streams
+	Running               int64 // parts being fetched (or read from the cache) now
+	PeakRunning           int64 // the most parts ever fetched at once: is read-ahead keeping the backend busy?
 	NextParts             int64 // parts prefetched from the next objects in listing order
 	NextFound             int64 // opens that found their first part prefetched as a next object
 	HintParts             int64 // parts prefetched because a loader hinted the object

@@ -149,6 +149,11 @@ func (st *Stream) Close() {
 	delete(s.streams, st)
 	st.o.streams--
 	s.tidyLocked(st.o)
+	for _, o := range s.objects {
+		if o.claimedBy == st {
+			o.claimedBy = nil
+		}
+	}
 }
 
 // pin returns the part holding the byte at pos with a read pinned on it,

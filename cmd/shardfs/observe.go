@@ -50,6 +50,8 @@ func registerPrefetchMetrics(m *metrics.Metrics, s *prefetch.Scheduler) {
 	m.GaugeFunc("shardfs_prefetch_budget_in_use_bytes", "Read-ahead budget held by parts in flight or not yet consumed.", stat(func(s prefetch.Stats) float64 { return float64(s.InUseBytes) }))
 	m.GaugeFunc("shardfs_prefetch_budget_peak_bytes", "The most read-ahead budget ever held at once.", stat(func(s prefetch.Stats) float64 { return float64(s.PeakInUseBytes) }))
 	m.GaugeFunc("shardfs_prefetch_streams", "Open read-ahead streams.", stat(func(s prefetch.Stats) float64 { return float64(s.Streams) }))
+	m.GaugeFunc("shardfs_prefetch_gets_in_flight", "Read-ahead parts being fetched (or read from the disk cache) now.", stat(func(s prefetch.Stats) float64 { return float64(s.Running) }))
+	m.GaugeFunc("shardfs_prefetch_gets_in_flight_peak", "The most read-ahead parts ever fetched at once.", stat(func(s prefetch.Stats) float64 { return float64(s.PeakRunning) }))
 	m.CounterFunc("shardfs_prefetch_next_parts_total", "Parts prefetched from the next shards in listing order.", stat(func(s prefetch.Stats) float64 { return float64(s.NextParts) }))
 	m.CounterFunc("shardfs_prefetch_next_found_total", "Opens that found their first part already fetched or in flight (next-shard prefetch).", stat(func(s prefetch.Stats) float64 { return float64(s.NextFound) }))
 	m.CounterFunc("shardfs_prefetch_hint_parts_total", "Parts prefetched because a loader hinted the shard.", stat(func(s prefetch.Stats) float64 { return float64(s.HintParts) }))

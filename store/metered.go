@@ -2,6 +2,7 @@ package store
 
 import (
 	"context"
+	"errors"
 	"io"
 	"sync/atomic"
 	"time"
@@ -12,7 +13,8 @@ import (
 type Counters struct {
 	Lists, Stats, GETs atomic.Int64
 	BytesRead          atomic.Int64
-	Errors             atomic.Int64
+	Errors             atomic.Int64 // requests that failed, the caller still waiting
+	Cancelled          atomic.Int64 // requests abandoned because the caller gave up (a handle closed)
 	GETNanos           atomic.Int64 // summed latency of ranged GETs
 }
 
@@ -31,14 +33,14 @@ func WithMetering(s Store) *Metered { return &Metered{Store: s} }
 func (m *Metered) List(ctx context.Context) ([]Object, error) {
 	m.C.Lists.Add(1)
 	objs, err := m.Store.List(ctx)
-	m.count(err)
+	m.count(ctx, err)
 	return objs, err
 }
 
 func (m *Metered) Stat(ctx context.Context, key string) (Object, error) {
 	m.C.Stats.Add(1)
 	obj, err := m.Store.Stat(ctx, key)
-	m.count(err)
+	m.count(ctx, err)
 	return obj, err
 }
 
@@ -50,9 +52,9 @@ func (m *Metered) ReadRange(ctx context.Context, obj Object, off int64, p []byte
 	m.C.GETNanos.Add(int64(d))
 	m.C.BytesRead.Add(int64(n))
 	if err == io.EOF {
-		m.count(nil)
+		m.count(ctx, nil)
 	} else {
-		m.count(err)
+		m.count(ctx, err)
 	}
 	if m.ObserveGET != nil {
 		m.ObserveGET(d, n, err)
@@ -60,8 +62,15 @@ func (m *Metered) ReadRange(ctx context.Context, obj Object, off int64, p []byte
 	return n, err
 }
 
-func (m *Metered) count(err error) {
-	if err != nil {
+// count records a failed call as an error, or as cancelled when the caller's
+// context was cancelled: a read-ahead GET dropped because its handle closed
+// is not a fault of the backend.
+func (m *Metered) count(ctx context.Context, err error) {
+	switch {
+	case err == nil:
+	case errors.Is(ctx.Err(), context.Canceled):
+		m.C.Cancelled.Add(1)
+	default:
 		m.C.Errors.Add(1)
 	}
 }

@@ -239,11 +239,11 @@ func (r cacheReader) readSpanning(obj store.Object, q []byte, off int64) bool {
 			return false
 		}
 		start := index * bs
-		lo, hi := max(off, start), min(end, start+int64(len(data)))
-		if hi-lo < min(end, start+bs)-lo {
+		lo, hi := max(off, start), min(end, start+bs)
+		if int64(len(data)) < hi-start { // not the whole block: never serve a short copy
 			return false
 		}
-		copy(q[lo-off:hi-off], data[lo-start:])
+		copy(q[lo-off:hi-off], data[lo-start:hi-start])
 	}
 	return true
 }

@@ -111,9 +111,9 @@ func (s *Scheduler) prefetchStartLocked(obj store.Object, want int64, kind specK
 			pos = p.end
 			continue
 		}
-		gap := s.uncachedLocked(o, s.gapLocked(o, pos, want))
-		if gap.Empty() {
-			pos = gap.End + s.cfg.BlockSize
+		gap, cached := s.sourceLocked(o, s.gapLocked(o, pos, want), false)
+		if cached { // the cache has this run: nothing to prefetch
+			pos = gap.End
 			continue
 		}
 		if !afford(s.chargeOf(gap)) {
@@ -131,20 +131,6 @@ func (s *Scheduler) prefetchStartLocked(obj store.Object, want int64, kind specK
 		pos = gap.End
 	}
 	return true
-}
-
-// uncachedLocked cuts gap (block-aligned) at its first block the cache
-// holds. An empty result starts and ends at that cached block.
-func (s *Scheduler) uncachedLocked(o *object, gap Range) Range {
-	if s.cache == nil {
-		return gap
-	}
-	for b := gap.Start; b < gap.End; b += s.cfg.BlockSize {
-		if cached, _ := s.cache.Holds(o.obj, b); cached {
-			return Range{gap.Start, b}
-		}
-	}
-	return gap
 }
 
 // sourceLocked cuts gap (block-aligned) where the cache starts or stops

@@ -56,20 +56,25 @@ func (s *Scheduler) coverLocked(st *Stream, r Range, urgent bool, afford func(si
 // the first part of each of the next NextShards objects. It is st's
 // read-ahead carried on, so it draws on st's share as its window shrinks.
 //
-// Objects another stream has open, or whose start another stream's spill
-// has claimed, are passed over without counting: when several readers
-// split a listing (DataLoader workers each take every W-th shard), the next
-// object is another reader's, and the one st's reader opens next lies
-// past those.
+// Objects another reader opened after st's was opened (open now or already
+// read), objects open since before, and objects whose start another
+// stream's spill has claimed are passed over without counting: when
+// several readers split a listing (DataLoader workers each take every W-th
+// shard), the next object is another reader's, and the one st's reader
+// opens next lies past those. Objects opened before st only (in an earlier
+// epoch) are prefetched again.
 func (s *Scheduler) spillLocked(st *Stream, spill int64, afford func(size int64) bool) {
 	i, ok := s.orderIndex[st.obj.Key]
 	if !ok || s.cfg.NextShards <= 0 {
 		return
 	}
-	passes := len(s.streams) * (s.cfg.NextShards + 1) // what other streams can hold at most
+	// What can be passed over: objects opened since st, plus those that
+	// other streams hold open or claimed.
+	passes := int(s.opens-st.opened) + len(s.streams)*(s.cfg.NextShards+1)
 	for j, taken := i+1, 0; j < len(s.order) && taken < s.cfg.NextShards; j++ {
 		next := s.order[j]
-		if o := s.objects[objectID{next.Key, next.ETag}]; o != nil && (o.streams > 0 || (o.claimedBy != nil && o.claimedBy != st)) {
+		o := s.objects[objectID{next.Key, next.ETag}]
+		if s.openedAt[j] > st.opened || (o != nil && (o.streams > 0 || (o.claimedBy != nil && o.claimedBy != st))) {
 			if passes--; passes < 0 {
 				return
 			}

@@ -78,6 +78,41 @@ func TestNextObjectSkipsOtherReadersShards(t *testing.T) {
 	}
 }
 
+// TestNextObjectSkipsShardsAlreadyRead: a faster reader opened b after a
+// and read it to the end; when a's reader nears its end, b is not fetched
+// again but c is, and in the next epoch (a opened again) b is prefetched
+// once more.
+func TestNextObjectSkipsShardsAlreadyRead(t *testing.T) {
+	ctx := testContext(t)
+	cfg := smallConfig()
+	f := &fakeFetcher{}
+	s := newTestScheduler(t, cfg, f, nil)
+	a, b, c := fakeObject("a", 100<<10), fakeObject("b", 100<<10), fakeObject("c", 100<<10)
+	s.SetOrder([]store.Object{a, b, c})
+	sa, sb := s.Open(a), s.Open(b)
+	readAll(ctx, t, sb, b, 4096)
+	sb.Close()
+	readAll(ctx, t, sa, a, 4096)
+	sa.Close()
+	if n := f.getsAt("b", 0); n != 1 {
+		t.Errorf("b fetched %d times from 0, want once: its reader read it before a's neared its end", n)
+	}
+	sc := s.Open(c)
+	if n := s.Stats().NextFound; n != 1 {
+		t.Errorf("opening c: NextFound = %d, want 1", n)
+	}
+	sc.Close()
+
+	sa = s.Open(a) // the next epoch
+	readAll(ctx, t, sa, a, 4096)
+	sa.Close()
+	sb = s.Open(b)
+	defer sb.Close()
+	if n := s.Stats().NextFound; n != 2 {
+		t.Errorf("opening b in the next epoch: NextFound = %d, want 2", n)
+	}
+}
+
 // TestNextObjectPrefetchYieldsToOpenStreams: what was prefetched for an
 // object nobody has open is dropped when open streams need the memory.
 func TestNextObjectPrefetchYieldsToOpenStreams(t *testing.T) {

@@ -70,6 +70,8 @@ type Scheduler struct {
 	holding    int                // streams holding at least one part
 	order      []store.Object
 	orderIndex map[string]int // key → index in order
+	openedAt   []uint64       // by index in order: opens when it was last opened, 0 never
+	opens      uint64         // streams opened so far
 	hints      []store.Object // hinted objects not yet prefetched, in order
 	spec       []*part        // parts prefetched for objects not yet open, oldest first
 	inUse      int64          // budget charged to live parts
@@ -142,6 +144,7 @@ func (s *Scheduler) SetOrder(objs []store.Object) {
 	defer s.mu.Unlock()
 	s.order = append([]store.Object(nil), objs...)
 	s.orderIndex = index
+	s.openedAt = make([]uint64, len(objs))
 }
 
 // Hint queues the loader's schedule: the start of each object is

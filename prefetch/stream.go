@@ -17,6 +17,7 @@ type Stream struct {
 	o      *object
 	obj    store.Object
 	policy *Policy // guarded by s.mu, like every field below
+	opened uint64  // Scheduler.opens when this stream opened
 
 	held      map[*part]struct{} // parts this stream keeps for reads to come
 	heldBytes int64
@@ -36,6 +37,11 @@ func (s *Scheduler) Open(obj store.Object) *Stream {
 	}
 	st.o = s.objectLocked(obj)
 	st.o.streams++
+	s.opens++
+	st.opened = s.opens
+	if i, ok := s.orderIndex[obj.Key]; ok {
+		s.openedAt[i] = st.opened
+	}
 	s.streams[st] = struct{}{}
 	if first := s.partAt(st.o, 0); first != nil && first.spec != specNone {
 		if first.spec == specNext {

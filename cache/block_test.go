@@ -32,3 +32,24 @@ func TestBlockServesWholeVerifiedBlocks(t *testing.T) {
 		t.Fatal("an intact ring block was not served")
 	}
 }
+
+// TestPutAheadGoesToTheRingOnly: read-ahead handed to the cache is written
+// to the ring and not copied into RAM; with no ring it is not kept at all,
+// while PutRange still fills RAM.
+func TestPutAheadGoesToTheRingOnly(t *testing.T) {
+	o := newTestObject("ahead.tar", 4*testBlock)
+	withRing := ringConfig(t.TempDir(), 32)
+	withRing.MemorySize = 1 << 20
+	c := openCache(t, withRing)
+	c.PutAhead(o.obj, 0, o.data)
+	mustRead(t, c, o, 0, o.obj.Size)
+	if st := c.Stats(); st.RAMBytes != 0 || st.RingBytes == 0 {
+		t.Errorf("with a ring: RAM holds %d bytes and the ring %d, want 0 and the object", st.RAMBytes, st.RingBytes)
+	}
+
+	ramOnly := openCache(t, Config{MemorySize: 1 << 20})
+	ramOnly.PutAhead(o.obj, 0, o.data)
+	mustMiss(t, ramOnly, o, 0, testBlock)
+	ramOnly.PutRange(o.obj, 0, o.data)
+	mustRead(t, ramOnly, o, 0, o.obj.Size)
+}

@@ -23,7 +23,9 @@ func (c *Cache) PutRange(obj store.Object, off int64, data []byte) {
 // PutAhead is PutRange for bytes the caller keeps in memory until they are
 // read (a sequential reader's read-ahead, a warm): they go to the ring
 // alone, through a reused buffer, so RAM does not hold them twice and the
-// stream allocates nothing per block. With the ring off they go to RAM.
+// stream allocates nothing per block. With the ring off they are not kept:
+// the reader's page cache will hold them, and copying a stream through a
+// small RAM tier only evicts what random readers put there.
 func (c *Cache) PutAhead(obj store.Object, off int64, data []byte) {
 	c.put(obj, off, data, false)
 }
@@ -39,7 +41,10 @@ func (c *Cache) put(obj store.Object, off int64, data []byte, inMemory bool) {
 	}
 	defer c.leave()
 	r := c.liveRing()
-	inMemory = c.ram != nil && (inMemory || r == nil)
+	if r == nil && !inMemory {
+		return
+	}
+	inMemory = inMemory && c.ram != nil
 	ver := versionOfObject(c.cfg.Namespace, obj)
 	var blocks []pendingBlock
 	var pooled []*[]byte

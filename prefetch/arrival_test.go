@@ -121,3 +121,55 @@ func TestRandomReaderKeepsAPartItReadWhileItArrives(t *testing.T) {
 		t.Fatalf("GETs at %v, want one for the block read and one for the block after", f.offs)
 	}
 }
+
+// TestReadAheadWaitsForTheFirstBytesOfTheRead: while a read waits for the
+// first bytes of its GET, the read-ahead behind it sends no GET to compete
+// with that response; a read that reaches the deferred block starts its GET
+// at once; nothing is fetched twice.
+func TestReadAheadWaitsForTheFirstBytesOfTheRead(t *testing.T) {
+	ctx := testContext(t)
+	cfg := smallConfig()
+	f := &fakeFetcher{hold: make(chan struct{}), holdIf: func(_ store.Object, off int64) bool { return off == 0 }}
+	s := newTestScheduler(t, cfg, f, nil)
+	obj := fakeObject("a", 64<<10)
+	st := s.Open(obj)
+	defer st.Close()
+	waiting := make(chan struct{}, 4)
+	s.onPartWait = func() { waiting <- struct{}{} }
+	first := make(chan error, 1)
+	go func() { first <- readCheck(ctx, st, obj, make([]byte, 4096), 0) }()
+	<-waiting
+	if n := s.Stats().Running; n != 1 {
+		t.Fatalf("%d GETs running while the first read waits for its first bytes, want 1", n)
+	}
+	if err := readCheck(ctx, st, obj, make([]byte, 4096), 4096); err != nil {
+		t.Fatalf("read of the deferred block: %v", err)
+	}
+	close(f.hold)
+	if err := <-first; err != nil {
+		t.Fatal(err)
+	}
+	if a, b := f.getsAt("a", 0), f.getsAt("a", 4096); a != 1 || b != 1 {
+		t.Fatalf("GETs at 0 and 4096: %d and %d, want one each", a, b)
+	}
+}
+
+// TestReadAheadStartsOnTheFirstBytes: the deferred read-ahead starts as
+// soon as the read's GET delivers its first bytes, not when it ends.
+func TestReadAheadStartsOnTheFirstBytes(t *testing.T) {
+	ctx := testContext(t)
+	f := &trickleFetcher{first: 1024, release: make(chan struct{})}
+	s := newTestScheduler(t, smallConfig(), f, nil)
+	obj := fakeObject("a", 64<<10)
+	st := s.Open(obj)
+	defer st.Close()
+	defer close(f.release)
+	if err := readCheck(ctx, st, obj, make([]byte, 1024), 0); err != nil {
+		t.Fatal(err)
+	}
+	for deadline := time.Now().Add(10 * time.Second); f.gets.Load() < 2; time.Sleep(time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatalf("%d GETs: the read-ahead did not start while the first GET was still arriving", f.gets.Load())
+		}
+	}
+}

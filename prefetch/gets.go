@@ -10,7 +10,13 @@ import (
 )
 
 // enqueueLocked starts p's GET, or queues it when Concurrency GETs run.
+// Read-ahead waits while a read of the same object waits for the first
+// bytes of its GET.
 func (s *Scheduler) enqueueLocked(p *part) {
+	if !p.urgent && p.o.awaitingFirst > 0 {
+		p.o.deferred = append(p.o.deferred, p)
+		return
+	}
 	if s.running < s.cfg.Concurrency {
 		s.startLocked(p)
 		return
@@ -25,13 +31,34 @@ func queueOf(p *part) int {
 	return 1
 }
 
-// urgeLocked moves a queued part to the front line: a read now waits on it.
+// urgeLocked moves a queued or deferred part to the front line: a read now
+// waits on it. Its read-ahead entry is skipped once it has started.
 func (s *Scheduler) urgeLocked(p *part) {
 	if p.urgent || p.started || p.finished {
 		return
 	}
 	p.urgent = true
-	s.queue[0] = append(s.queue[0], p) // its read-ahead entry is skipped once started
+	s.enqueueLocked(p)
+}
+
+// firstBytesLocked records that p, which a read waited on, has its first
+// bytes or has ended, and starts the read-ahead deferred behind it.
+func (s *Scheduler) firstBytesLocked(p *part) {
+	if !p.awaitingFirst {
+		return
+	}
+	p.awaitingFirst = false
+	o := p.o
+	if o.awaitingFirst--; o.awaitingFirst > 0 {
+		return
+	}
+	deferred := o.deferred
+	o.deferred = nil
+	for _, q := range deferred {
+		if !q.started && !q.finished {
+			s.enqueueLocked(q)
+		}
+	}
 }
 
 // startNextLocked fills free GET slots from the queues, urgent first.
@@ -52,6 +79,10 @@ func (s *Scheduler) startLocked(p *part) {
 	s.running++
 	s.stats.PeakRunning = max(s.stats.PeakRunning, int64(s.running))
 	p.started = true
+	if p.urgent && !p.fromCache {
+		p.awaitingFirst = true
+		p.o.awaitingFirst++
+	}
 	p.buf = s.pool.get(p.size)
 	s.allocated += p.size
 	s.pool.trim(s.cfg.Memory - s.allocated)
@@ -86,6 +117,7 @@ func (s *Scheduler) get(ctx context.Context, p *part) {
 	}
 
 	s.mu.Lock()
+	s.firstBytesLocked(p)
 	s.running--
 	s.stats.CacheBytes += fromCache
 	if fromCache < want {
@@ -152,7 +184,16 @@ func (s *Scheduler) readCached(p *part, want int64) int64 {
 // fetchRest GETs p's bytes from offset from (within the part) to want and
 // returns how many it got, or the error that ended the GET.
 func (s *Scheduler) fetchRest(ctx context.Context, p *part, from, want int64) (int, error) {
-	progress := store.WithProgress(ctx, func(n int) { p.arrived.set(from + int64(n)) })
+	first := true
+	progress := store.WithProgress(ctx, func(n int) {
+		p.arrived.set(from + int64(n))
+		if first && n > 0 {
+			first = false
+			s.mu.Lock()
+			s.firstBytesLocked(p)
+			s.mu.Unlock()
+		}
+	})
 	n, err := s.fetch.ReadRange(progress, p.o.obj, p.off+from, p.buf[from:want])
 	switch {
 	case errors.Is(err, io.EOF) && int64(n) == want-from:

@@ -19,6 +19,12 @@ type object struct {
 	// claimedBy is the stream whose spill prefetches this object's start;
 	// other streams' spills pass it over. Cleared when that stream closes.
 	claimedBy *Stream
+	// awaitingFirst counts GETs a read waits on that have yet to deliver
+	// their first bytes; while there are any, this object's read-ahead
+	// GETs wait in deferred, so that they do not compete with that first
+	// response (on a loaded store the read-ahead's often came first).
+	awaitingFirst int
+	deferred      []*part
 }
 
 // specKind says why a part was fetched for an object nobody has open.
@@ -50,6 +56,7 @@ type part struct {
 	cancel  context.CancelFunc
 
 	started, finished, removed, freed bool
+	awaitingFirst                     bool // counted in o.awaitingFirst
 	dying                             bool // removed while its GET ran: charged to Scheduler.dying
 
 	pins    int               // reads waiting on or copying from buf, and the Sink call

@@ -30,8 +30,11 @@ func newPrefetcher(c *cli.Context, cc *cache.Cache, st store.Store, objs []store
 	if err := sizeFlagsInto(c, map[string]*int64{"part-size": &cfg.PartSize, "max-prefetch": &cfg.MaxPrefetch, "prefetch-memory": &cfg.Memory}); err != nil {
 		return nil, err
 	}
+	// The kernel keeps two read-ahead windows in flight and their requests
+	// are answered in any order: reads land up to about twice
+	// read_ahead_kb behind the furthest one. Twice that again is margin.
 	if ra := c.Int("read-ahead-kb"); ra > 0 {
-		cfg.ReorderWindow = int64(ra) << 10
+		cfg.ReorderWindow = max(prefetch.DefaultReorderWindow, 4*int64(ra)<<10)
 	}
 	cfg = cfg.WithDefaults()
 	if err := cfg.Validate(); err != nil {

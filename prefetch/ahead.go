@@ -13,13 +13,13 @@ func (s *Scheduler) applyLocked(st *Stream, plan Plan, serveHere bool) {
 		}
 	}
 	if serveHere {
-		s.coverLocked(st, plan.Need, true, s.affordLocked)
+		s.coverLocked(st, plan.Need, true, plan.Sequential, s.affordLocked)
 	}
 	withinShare := func(size int64) bool {
 		return s.waiting == 0 && s.affordLocked(size) && st.heldBytes+size <= s.shareLocked(st)
 	}
 	if !plan.Ahead.Empty() {
-		s.coverLocked(st, plan.Ahead, false, withinShare)
+		s.coverLocked(st, plan.Ahead, false, true, withinShare)
 	}
 	if plan.Spill > 0 {
 		s.spillLocked(st, plan.Spill, func(size int64) bool {
@@ -31,8 +31,9 @@ func (s *Scheduler) applyLocked(st *Stream, plan Plan, serveHere bool) {
 
 // coverLocked makes st hold every part over r, starting reads for the gaps
 // while afford allows. Read-ahead (not urgent) skips blocks the cache has
-// in memory: the read will find them there.
-func (s *Scheduler) coverLocked(st *Stream, r Range, urgent bool, afford func(size int64) bool) {
+// in memory: the read will find them there. sequential says whether st is
+// streaming, and so will read the new parts whole.
+func (s *Scheduler) coverLocked(st *Stream, r Range, urgent, sequential bool, afford func(size int64) bool) {
 	for pos := r.Start; pos < r.End; {
 		p := s.partAt(st.o, pos)
 		if p == nil {
@@ -45,6 +46,7 @@ func (s *Scheduler) coverLocked(st *Stream, r Range, urgent bool, afford func(si
 				return
 			}
 			p = s.newPartLocked(st.o, gap, urgent, !urgent, fromCache)
+			p.streamed = sequential
 		}
 		s.holdLocked(st, p)
 		pos = p.end

@@ -228,10 +228,11 @@ type warmCache struct {
 	warm, inMemory map[string]bool
 	lose           func(obj store.Object, off int64) bool
 	reads          *atomic.Int64 // ReadAt calls that served
+	aheadBytes     *atomic.Int64 // bytes handed over by PutAhead
 }
 
 func newWarmCache(t *testing.T, cfg Config, warm ...string) warmCache {
-	c := warmCache{recordingSink: newRecordingSink(t, cfg.BlockSize), warm: map[string]bool{}, inMemory: map[string]bool{}, reads: &atomic.Int64{}}
+	c := warmCache{recordingSink: newRecordingSink(t, cfg.BlockSize), warm: map[string]bool{}, inMemory: map[string]bool{}, reads: &atomic.Int64{}, aheadBytes: &atomic.Int64{}}
 	for _, k := range warm {
 		c.warm[k] = true
 	}
@@ -242,7 +243,10 @@ func (c warmCache) Holds(obj store.Object, off int64) (cached, inMemory bool) {
 	return c.warm[obj.Key] || c.inMemory[obj.Key] || c.has(obj.Key, off), c.inMemory[obj.Key]
 }
 
-func (c warmCache) PutAhead(obj store.Object, off int64, data []byte) { c.PutRange(obj, off, data) }
+func (c warmCache) PutAhead(obj store.Object, off int64, data []byte) {
+	c.aheadBytes.Add(int64(len(data)))
+	c.PutRange(obj, off, data)
+}
 
 func (c warmCache) ReadAt(obj store.Object, p []byte, off int64) (int, bool) {
 	for b := off / c.blockSize * c.blockSize; b < off+int64(len(p)); b += c.blockSize {
@@ -367,5 +371,34 @@ func settledStats(t *testing.T, s *Scheduler) Stats {
 			t.Fatalf("%d parts still being filled after 10s", st.Running)
 		}
 		time.Sleep(time.Millisecond)
+	}
+}
+
+// TestSequentialReadersPutAheadRandomReadersPutRange: every part a
+// sequential reader reads, the block its first read waited on included,
+// reaches the cache as PutAhead (it need not stay in memory); the blocks
+// of random reads arrive as PutRange, for the RAM tier to keep.
+func TestSequentialReadersPutAheadRandomReadersPutRange(t *testing.T) {
+	ctx := testContext(t)
+	cfg := smallConfig()
+	cache := newWarmCache(t, cfg)
+	s := newTestScheduler(t, cfg, &fakeFetcher{}, cache)
+	seq, rnd := fakeObject("seq", 100<<10), fakeObject("rnd", 1<<20)
+	st := s.Open(seq)
+	readAll(ctx, t, st, seq, 4096)
+	st.Close()
+	rt := s.Open(rnd)
+	for _, off := range []int64{512 << 10, 64 << 10, 900 << 10} {
+		if err := readCheck(ctx, rt, rnd, make([]byte, 4096), off); err != nil {
+			t.Fatal(err)
+		}
+	}
+	rt.Close()
+	s.Close() // returns once every Sink call has ended
+	if got := cache.aheadBytes.Load(); got != seq.Size {
+		t.Errorf("PutAhead received %d bytes, want the %d of the sequential object and none of the random reads", got, seq.Size)
+	}
+	if got := cache.total(); got != seq.Size+3*cfg.BlockSize {
+		t.Errorf("the cache received %d bytes, want %d", got, seq.Size+3*cfg.BlockSize)
 	}
 }

@@ -152,7 +152,7 @@ func (s *Scheduler) get(ctx context.Context, p *part) {
 	p.pins++
 	s.mu.Unlock()
 
-	if p.ahead && s.cache != nil {
+	if (p.ahead || p.streamed) && s.cache != nil {
 		s.cache.PutAhead(p.o.obj, p.off+fromCache, p.buf[fromCache:want])
 	} else {
 		s.sink.PutRange(p.o.obj, p.off+fromCache, p.buf[fromCache:want])

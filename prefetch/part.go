@@ -44,6 +44,7 @@ type part struct {
 	size     int64 // budget charged: end-off rounded up to a block
 	urgent   bool  // a read is waiting for it: first in line for a GET slot
 	ahead    bool  // fetched before any read needed it
+	streamed bool  // made for a sequential reader, which reads it from the part
 	spec     specKind
 	// fromCache: the cache held every block when the part was made, so it
 	// is read from there; cleared if the cache then fails it.

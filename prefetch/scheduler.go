@@ -39,8 +39,9 @@ type Cache interface {
 	// ReadAt copies [off, off+len(p)) from the cache when it holds every
 	// block of it, verified; ok=false promises nothing about p.
 	ReadAt(obj store.Object, p []byte, off int64) (n int, ok bool)
-	// PutAhead is PutRange for a part fetched ahead of its reader, which
-	// will be served from the part: the cache need not hold it in memory.
+	// PutAhead is PutRange for a part a sequential reader will read from
+	// the part (read-ahead, or the block its read waits on): the cache
+	// need not hold it in memory.
 	PutAhead(obj store.Object, off int64, data []byte)
 }
 

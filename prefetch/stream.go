@@ -98,7 +98,7 @@ func (st *Stream) ReadAtCached(ctx context.Context, p []byte, off int64) (n int,
 
 	cached = true
 	for pos := off; pos < end; {
-		part, err := st.pin(ctx, pos, plan.Need.End)
+		part, err := st.pin(ctx, pos, plan.Need.End, plan.Sequential)
 		if err != nil {
 			return int(pos - off), false, err
 		}
@@ -164,8 +164,9 @@ func (st *Stream) Close() {
 
 // pin returns the part holding the byte at pos with a read pinned on it,
 // creating it (up to needEnd) when absent: this is where a read waits for
-// budget, making room by eviction when that is fair.
-func (st *Stream) pin(ctx context.Context, pos, needEnd int64) (*part, error) {
+// budget, making room by eviction when that is fair. sequential is the
+// stream's mode, recorded on a part it creates.
+func (st *Stream) pin(ctx context.Context, pos, needEnd int64, sequential bool) (*part, error) {
 	s := st.s
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -185,6 +186,7 @@ func (st *Stream) pin(ctx context.Context, pos, needEnd int64) (*part, error) {
 			size := s.chargeOf(gap)
 			if s.affordLocked(size) {
 				p = s.newPartLocked(st.o, gap, true, false, fromCache)
+				p.streamed = sequential
 			} else if !waited {
 				// From here on read-ahead and prefetch yield to this read.
 				s.stats.BudgetWaits++

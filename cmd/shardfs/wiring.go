@@ -133,9 +133,10 @@ func openCache(ctx context.Context, c *cli.Context, namespace string, log *slog.
 // setMemoryLimit tells the Go runtime what the daemon is meant to hold: the
 // read-ahead budget, the RAM tier and some room for everything else. Freed
 // part buffers are then returned promptly instead of when the heap doubles.
-// The room (48 MiB, with the binary's own pages about 80 MiB of RSS) keeps
-// 32 readers under a 256 MiB budget below budget + 128 MiB; 64 MiB let them
-// reach it, and 32 MiB cost a tenth of their throughput in collections.
+// RSS then runs up to about the limit plus the binary's own pages. The
+// room (48 MiB) was measured with 32 readers under a 256 MiB budget: 64 MiB
+// added 10-15 MiB of RSS, 32 MiB cost a tenth of their throughput in
+// collections.
 func setMemoryLimit(c *cli.Context, prefetchMemory int64, log *slog.Logger) {
 	ram, err := sizeFlag(c, "memory-cache-size")
 	if err != nil {

@@ -2,24 +2,25 @@ package prefetch
 
 import "github.com/shardfs/shardfs/store"
 
-// applyLocked carries out a plan for st: it lets go of held parts outside
-// plan.Keep, holds or starts the parts of plan.Need (when the read is to be
-// served here) and of plan.Ahead (within st's fair share), and spills the
-// window into the next objects.
-func (s *Scheduler) applyLocked(st *Stream, plan Plan, serveHere bool) {
+// applyLocked carries out a plan for st after a read: it lets go of held
+// parts outside plan.Keep, holds or starts the parts of plan.Need for read
+// (empty when the read was served elsewhere) and of plan.Ahead (within st's
+// fair share), and spills the window into the next objects.
+func (s *Scheduler) applyLocked(st *Stream, plan Plan, read Range) {
+	s.readArrivedLocked(st.o)
 	for p := range st.held {
 		if p.end <= plan.Keep.Start || p.off >= plan.Keep.End {
 			s.dropLocked(st, p)
 		}
 	}
-	if serveHere {
-		s.coverLocked(st, plan.Need, true, plan.Sequential, s.affordLocked)
+	if !read.Empty() {
+		s.coverLocked(st, plan.Need, read, plan.Sequential, s.affordLocked)
 	}
 	withinShare := func(size int64) bool {
 		return s.waiting == 0 && s.affordLocked(size) && st.heldBytes+size <= s.shareLocked(st)
 	}
 	if !plan.Ahead.Empty() {
-		s.coverLocked(st, plan.Ahead, false, true, withinShare)
+		s.coverLocked(st, plan.Ahead, Range{}, true, withinShare)
 	}
 	if plan.Spill > 0 {
 		s.spillLocked(st, plan.Spill, func(size int64) bool {
@@ -30,10 +31,12 @@ func (s *Scheduler) applyLocked(st *Stream, plan Plan, serveHere bool) {
 }
 
 // coverLocked makes st hold every part over r, starting reads for the gaps
-// while afford allows. Read-ahead (not urgent) skips blocks the cache has
-// in memory: the read will find them there. sequential says whether st is
+// while afford allows. The parts are for read, which waits on them, or are
+// read-ahead when read is empty; read-ahead skips blocks the cache has in
+// memory: the read will find them there. sequential says whether st is
 // streaming, and so will read the new parts whole.
-func (s *Scheduler) coverLocked(st *Stream, r Range, urgent, sequential bool, afford func(size int64) bool) {
+func (s *Scheduler) coverLocked(st *Stream, r, read Range, sequential bool, afford func(size int64) bool) {
+	urgent := !read.Empty()
 	for pos := r.Start; pos < r.End; {
 		p := s.partAt(st.o, pos)
 		if p == nil {
@@ -45,7 +48,7 @@ func (s *Scheduler) coverLocked(st *Stream, r Range, urgent, sequential bool, af
 			if !afford(s.chargeOf(gap)) {
 				return
 			}
-			p = s.newPartLocked(st.o, gap, urgent, !urgent, fromCache)
+			p = s.newPartLocked(st.o, gap, read, fromCache)
 			p.streamed = sequential
 		}
 		s.holdLocked(st, p)
@@ -126,7 +129,7 @@ func (s *Scheduler) prefetchStartLocked(obj store.Object, want int64, kind specK
 		if !afford(s.chargeOf(gap)) {
 			return false
 		}
-		p := s.newPartLocked(o, gap, false, true, false)
+		p := s.newPartLocked(o, gap, Range{}, false)
 		p.spec = kind
 		s.specInUse += p.size
 		s.spec = append(s.spec, p)

@@ -11,6 +11,7 @@ const (
 	DefaultConcurrency         = 64
 	DefaultNextShards          = 1
 	DefaultReorderWindow int64 = 16 << 20
+	DefaultHeadSize      int64 = 64 << 10
 )
 
 // Config sizes read-ahead. Zero fields take the defaults in WithDefaults.
@@ -26,6 +27,11 @@ type Config struct {
 	// still count as sequential: the kernel's async read-ahead requests
 	// arrive out of order across this span (the mount's read_ahead_kb).
 	ReorderWindow int64
+
+	// HeadSize: a part made for a read that wants no more than its first
+	// HeadSize bytes is fetched in two GETs, that head first and the rest
+	// on the stream's next read. Negative disables.
+	HeadSize int64
 }
 
 // WithDefaults fills every zero field with its default.
@@ -50,6 +56,9 @@ func (c Config) WithDefaults() Config {
 	}
 	if c.ReorderWindow == 0 {
 		c.ReorderWindow = DefaultReorderWindow
+	}
+	if c.HeadSize == 0 {
+		c.HeadSize = DefaultHeadSize
 	}
 	return c
 }

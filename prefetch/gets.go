@@ -11,9 +11,9 @@ import (
 
 // enqueueLocked starts p's GET, or queues it when Concurrency GETs run.
 // Read-ahead waits while a read of the same object waits for the first
-// bytes of its GET.
+// bytes of its GET, and while a part's head holds back its rest.
 func (s *Scheduler) enqueueLocked(p *part) {
-	if !p.urgent && p.o.awaitingFirst > 0 {
+	if !p.urgent && (p.o.awaitingFirst > 0 || p.o.heads > 0) {
 		p.o.deferred = append(p.o.deferred, p)
 		return
 	}
@@ -48,14 +48,22 @@ func (s *Scheduler) firstBytesLocked(p *part) {
 		return
 	}
 	p.awaitingFirst = false
-	o := p.o
-	if o.awaitingFirst--; o.awaitingFirst > 0 {
+	p.o.awaitingFirst--
+	s.releaseDeferredLocked(p.o)
+}
+
+// releaseDeferredLocked starts o's deferred read-ahead once nothing holds
+// it back.
+func (s *Scheduler) releaseDeferredLocked(o *object) {
+	if o.awaitingFirst > 0 || o.heads > 0 || s.closed {
 		return
 	}
 	deferred := o.deferred
 	o.deferred = nil
 	for _, q := range deferred {
-		if !q.started && !q.finished {
+		// A stream closing lets go of its parts one by one: those it has
+		// yet to drop are not worth a GET.
+		if !q.started && !q.finished && q.wanted() {
 			s.enqueueLocked(q)
 		}
 	}
@@ -79,13 +87,15 @@ func (s *Scheduler) startLocked(p *part) {
 	s.running++
 	s.stats.PeakRunning = max(s.stats.PeakRunning, int64(s.running))
 	p.started = true
-	if p.urgent && !p.fromCache {
+	if p.urgent && !p.fromCache && p.fetched == 0 {
 		p.awaitingFirst = true
 		p.o.awaitingFirst++
 	}
-	p.buf = s.pool.get(p.size)
-	s.allocated += p.size
-	s.pool.trim(s.cfg.Memory - s.allocated)
+	if p.buf == nil { // a part whose rest follows its head has one
+		p.buf = s.pool.get(p.size)
+		s.allocated += p.size
+		s.pool.trim(s.cfg.Memory - s.allocated)
+	}
 	ctx, cancel := context.WithCancel(s.ctx)
 	p.cancel = cancel
 	s.wg.Add(1)
@@ -103,7 +113,7 @@ func (s *Scheduler) get(ctx context.Context, p *part) {
 	if p.fromCache {
 		fromCache = s.readCached(p, want)
 	}
-	var n int
+	var n, gets int
 	var err error
 	if fromCache < want {
 		if p.fromCache {
@@ -113,17 +123,30 @@ func (s *Scheduler) get(ctx context.Context, p *part) {
 			p.fromCache = false
 			s.mu.Unlock()
 		}
-		n, err = s.fetchRest(ctx, p, fromCache, want)
+		from := max(fromCache, p.fetched)
+		if p.head > 0 && p.fetched == 0 {
+			n, err = s.fetchRest(ctx, p, 0, p.head)
+			gets, from = 1, p.head
+			if err == nil && s.parkAfterHead(p, n) {
+				return
+			}
+		}
+		if err == nil {
+			err = ctx.Err() // a part removed during its head GET
+		}
+		if err == nil {
+			var m int
+			m, err = s.fetchRest(ctx, p, from, want)
+			n, gets = n+m, gets+1
+		}
 	}
 
 	s.mu.Lock()
 	s.firstBytesLocked(p)
 	s.running--
 	s.stats.CacheBytes += fromCache
-	if fromCache < want {
-		s.stats.Gets++
-		s.stats.FetchedBytes += int64(n)
-	}
+	s.stats.Gets += int64(gets)
+	s.stats.FetchedBytes += int64(n)
 	if err != nil && s.closed {
 		err = fmt.Errorf("prefetch %s: %w", p, ErrClosed)
 	}
@@ -162,6 +185,29 @@ func (s *Scheduler) get(ctx context.Context, p *part) {
 	p.pins--
 	s.releaseIfUnusedLocked(p)
 	s.mu.Unlock()
+}
+
+// parkAfterHead is called when p's head GET has brought its n bytes. When
+// the object was read again since p was made, the rest follows at once
+// (false). Otherwise p gives up its GET slot and waits for the next read
+// (true): the reader may have wanted only those bytes.
+func (s *Scheduler) parkAfterHead(p *part, n int) bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	p.fetched = p.head
+	p.arrived.set(p.fetched) // a fetcher need not report progress
+	if p.removed || s.closed || p.o.reads != p.madeAtRead {
+		s.restStartsLocked(p)
+		return false
+	}
+	s.firstBytesLocked(p)
+	s.stats.Gets++
+	s.stats.FetchedBytes += int64(n)
+	s.running--
+	p.started = false
+	p.o.parked = append(p.o.parked, p)
+	s.startNextLocked()
+	return true
 }
 
 // readCached copies p's blocks from the cache, one at a time so that reads

@@ -3,6 +3,7 @@ package prefetch
 import (
 	"context"
 	"fmt"
+	"slices"
 
 	"github.com/shardfs/shardfs/store"
 )
@@ -25,6 +26,14 @@ type object struct {
 	// response (on a loaded store the read-ahead's often came first).
 	awaitingFirst int
 	deferred      []*part
+	// reads counts reads of this object by any stream. heads counts parts
+	// whose head GET (Config.HeadSize) is running or over with the rest not
+	// started; they defer read-ahead too, and those whose head is over wait
+	// in parked, holding no GET slot, for the next read. A reader that
+	// reads a file's first bytes and closes it costs one small GET.
+	reads  uint64
+	heads  int
+	parked []*part
 }
 
 // specKind says why a part was fetched for an object nobody has open.
@@ -46,6 +55,14 @@ type part struct {
 	ahead    bool  // fetched before any read needed it
 	streamed bool  // made for a sequential reader, which reads it from the part
 	spec     specKind
+	// head, when not 0, is the size of a first GET for the read that made
+	// the part (see Config.HeadSize); fetched is how many leading bytes
+	// that GET brought once it is over. madeAtRead is the object's read
+	// count when the part was made: the rest of the part is fetched once
+	// the object is read again.
+	head, fetched int64
+	madeAtRead    uint64
+	headPending   bool // the rest's GET has not started: counted in o.heads
 	// fromCache: the cache held every block when the part was made, so it
 	// is read from there; cleared if the cache then fails it.
 	fromCache bool
@@ -66,6 +83,19 @@ type part struct {
 
 func (p *part) String() string {
 	return fmt.Sprintf("%s [%d, %d)", p.o.obj.Key, p.off, p.end)
+}
+
+// wanted reports whether an open stream, a read or a prefetch still wants p.
+func (p *part) wanted() bool {
+	if p.pins > 0 || p.spec != specNone {
+		return true
+	}
+	for st := range p.holders {
+		if !st.closed {
+			return true
+		}
+	}
+	return false
 }
 
 // unused reports whether nothing keeps p: no stream, no read, no prefetch.
@@ -108,12 +138,18 @@ func (s *Scheduler) gapLocked(o *object, start, limit int64) Range {
 func (s *Scheduler) chargeOf(r Range) int64 { return ceilTo(r.Len(), s.cfg.BlockSize) }
 
 // newPartLocked registers a part over r, which must be a gap, charges the
-// budget, and queues its GET. The caller has checked the budget.
-func (s *Scheduler) newPartLocked(o *object, r Range, urgent, ahead, fromCache bool) *part {
+// budget, and queues its GET. The part is for read, which waits on it, or
+// is read-ahead when read is empty. The caller has checked the budget.
+func (s *Scheduler) newPartLocked(o *object, r, read Range, fromCache bool) *part {
+	urgent := !read.Empty()
 	p := &part{
 		o: o, off: r.Start, end: r.End, size: s.chargeOf(r),
-		urgent: urgent, ahead: ahead, fromCache: fromCache,
+		urgent: urgent, ahead: !urgent, fromCache: fromCache,
 		done: make(chan struct{}), holders: map[*Stream]int64{},
+	}
+	if h := s.cfg.HeadSize; urgent && !fromCache && h > 0 && read.Start >= r.Start && read.End-r.Start <= h && r.Len() > h {
+		p.head, p.headPending, p.madeAtRead = h, true, o.reads
+		o.heads++
 	}
 	for b := r.Start / s.cfg.BlockSize; b*s.cfg.BlockSize < r.End; b++ {
 		o.parts[b] = p
@@ -133,6 +169,7 @@ func (s *Scheduler) removeLocked(p *part) {
 		return
 	}
 	p.removed = true
+	s.restStartsLocked(p)
 	for b := p.off / s.cfg.BlockSize; b*s.cfg.BlockSize < p.end; b++ {
 		if p.o.parts[b] == p {
 			delete(p.o.parts, b)
@@ -236,4 +273,33 @@ func (s *Scheduler) unspecLocked(p *part) {
 			break
 		}
 	}
+}
+
+// readArrivedLocked records a read of o: the parts whose head GET is over
+// get the GET of their rest, and read-ahead deferred behind them starts.
+func (s *Scheduler) readArrivedLocked(o *object) {
+	o.reads++
+	parked := o.parked
+	o.parked = nil
+	for _, p := range parked {
+		if !p.removed {
+			s.restStartsLocked(p)
+			s.enqueueLocked(p)
+		}
+	}
+}
+
+// restStartsLocked records that p's head no longer holds anything back:
+// the GET of its rest is starting, or p is gone.
+func (s *Scheduler) restStartsLocked(p *part) {
+	if !p.headPending {
+		return
+	}
+	p.headPending = false
+	o := p.o
+	o.heads--
+	if i := slices.Index(o.parked, p); i >= 0 {
+		o.parked = slices.Delete(o.parked, i, i+1)
+	}
+	s.releaseDeferredLocked(o)
 }

@@ -83,7 +83,7 @@ type Scheduler struct {
 	running    int            // GETs in progress
 	queue      [2][]*part     // parts waiting for a GET slot: urgent, then read-ahead
 	pool       bufPool
-	allocated  int64 // bytes in buffers of started parts; with pool.bytes, at most Memory
+	allocated  int64 // bytes in parts' buffers (started, or waiting after their head); with pool.bytes, at most Memory
 	stats      Stats
 
 	// Test seams, run when a read starts to wait: for budget (under mu),

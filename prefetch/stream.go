@@ -93,12 +93,12 @@ func (st *Stream) ReadAtCached(ctx context.Context, p []byte, off int64) (n int,
 		return 0, false, fmt.Errorf("prefetch %s: %w", st.obj.Key, ErrClosed)
 	}
 	plan := st.policy.Read(off, end-off)
-	s.applyLocked(st, plan, true)
+	s.applyLocked(st, plan, Range{off, end})
 	s.mu.Unlock()
 
 	cached = true
 	for pos := off; pos < end; {
-		part, err := st.pin(ctx, pos, plan.Need.End, plan.Sequential)
+		part, err := st.pin(ctx, pos, end, plan.Need.End, plan.Sequential)
 		if err != nil {
 			return int(pos - off), false, err
 		}
@@ -126,7 +126,7 @@ func (st *Stream) Observe(off, n int64) {
 		return
 	}
 	plan := st.policy.Read(off, n)
-	s.applyLocked(st, plan, false)
+	s.applyLocked(st, plan, Range{})
 	end := min(off+n, st.obj.Size)
 	for pos := off; pos < end; {
 		p := s.partAt(st.o, pos)
@@ -164,9 +164,10 @@ func (st *Stream) Close() {
 
 // pin returns the part holding the byte at pos with a read pinned on it,
 // creating it (up to needEnd) when absent: this is where a read waits for
-// budget, making room by eviction when that is fair. sequential is the
-// stream's mode, recorded on a part it creates.
-func (st *Stream) pin(ctx context.Context, pos, needEnd int64, sequential bool) (*part, error) {
+// budget, making room by eviction when that is fair. The read wants the
+// bytes up to readEnd. sequential is the stream's mode, recorded on a part
+// it creates.
+func (st *Stream) pin(ctx context.Context, pos, readEnd, needEnd int64, sequential bool) (*part, error) {
 	s := st.s
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -185,7 +186,7 @@ func (st *Stream) pin(ctx context.Context, pos, needEnd int64, sequential bool) 
 			gap, fromCache := s.sourceLocked(st.o, s.gapLocked(st.o, pos/s.cfg.BlockSize*s.cfg.BlockSize, needEnd), false)
 			size := s.chargeOf(gap)
 			if s.affordLocked(size) {
-				p = s.newPartLocked(st.o, gap, true, false, fromCache)
+				p = s.newPartLocked(st.o, gap, Range{pos, readEnd}, fromCache)
 				p.streamed = sequential
 			} else if !waited {
 				// From here on read-ahead and prefetch yield to this read.

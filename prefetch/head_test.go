@@ -1,0 +1,139 @@
+package prefetch
+
+import (
+	"testing"
+
+	"github.com/shardfs/shardfs/store"
+)
+
+// headConfig is smallConfig with a head GET of 1 KiB: parts of 4-16 KiB.
+func headConfig() Config {
+	cfg := smallConfig()
+	cfg.HeadSize = 1 << 10
+	return cfg
+}
+
+func TestAFirstSmallReadThenCloseCostsOneSmallGET(t *testing.T) {
+	ctx := testContext(t)
+	cfg := headConfig()
+	f := &fakeFetcher{}
+	s := newTestScheduler(t, cfg, f, nil)
+	obj := fakeObject("peek", 64<<10)
+	st := s.Open(obj)
+	if err := readCheck(ctx, st, obj, make([]byte, 512), 0); err != nil {
+		t.Fatal(err)
+	}
+	// The head is in and the read answered; nothing else may start until
+	// the stream reads again.
+	settledStats(t, s)
+	st.Close()
+	s.Close()
+	if n, asked := f.gets.Load(), f.askedBytes.Load(); n != 1 || asked != cfg.HeadSize {
+		t.Fatalf("a 512-byte read and close made %d GETs for %d bytes, want 1 GET of %d", n, asked, cfg.HeadSize)
+	}
+}
+
+func TestTheNextReadFetchesTheRestOfTheHeadPart(t *testing.T) {
+	ctx := testContext(t)
+	cfg := headConfig()
+	f := &fakeFetcher{}
+	s := newTestScheduler(t, cfg, f, nil)
+	obj := fakeObject("stream", 64<<10+77)
+	st := s.Open(obj)
+	defer st.Close()
+	if err := readCheck(ctx, st, obj, make([]byte, 512), 0); err != nil {
+		t.Fatal(err)
+	}
+	settledStats(t, s)
+	// Past the head: the read that needs the rest of the part gets it.
+	if err := readCheck(ctx, st, obj, make([]byte, 2<<10), 512); err != nil {
+		t.Fatal(err)
+	}
+	buf := make([]byte, 3000)
+	for off := int64(512 + 2<<10); off < obj.Size; off += int64(len(buf)) {
+		if err := readCheck(ctx, st, obj, buf, off); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if f.getsAt("stream", 0) != 1 || f.getsAt("stream", cfg.HeadSize) != 1 {
+		t.Fatalf("GETs at 0 and at the head's end: %d and %d, want 1 each", f.getsAt("stream", 0), f.getsAt("stream", cfg.HeadSize))
+	}
+	if got := settledStats(t, s).FetchedBytes; got != obj.Size {
+		t.Fatalf("fetched %d bytes reading %d once", got, obj.Size)
+	}
+}
+
+func TestAReadPastTheHeadDuringItsGETDoesNotWaitForAnotherRead(t *testing.T) {
+	ctx := testContext(t)
+	cfg := headConfig()
+	f := &fakeFetcher{hold: make(chan struct{}), holdIf: func(_ store.Object, off int64) bool { return off == 0 }}
+	s := newTestScheduler(t, cfg, f, nil)
+	obj := fakeObject("both", 16<<10)
+	st := s.Open(obj)
+	defer st.Close()
+
+	first := make(chan error, 1)
+	go func() { first <- readCheck(ctx, st, obj, make([]byte, 100), 0) }()
+	waitFor(t, func() bool { return f.gets.Load() == 1 })
+	// A second read (the kernel's read-ahead) arrives while the head GET
+	// runs and wants bytes past it: the rest must follow the head without
+	// a third read.
+	second := make(chan error, 1)
+	go func() { second <- readCheck(ctx, st, obj, make([]byte, 2<<10), 2<<10) }()
+	waitFor(t, func() bool { return readsOf(s, obj) == 2 })
+	close(f.hold)
+	for _, c := range []chan error{first, second} {
+		if err := <-c; err != nil {
+			t.Fatal(err)
+		}
+	}
+}
+
+// readsOf is how many reads the scheduler has recorded on obj.
+func readsOf(s *Scheduler, obj store.Object) uint64 {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if o := s.objects[objectID{obj.Key, obj.ETag}]; o != nil {
+		return o.reads
+	}
+	return 0
+}
+
+func TestStreamsWaitingAfterTheirHeadHoldNoGETSlot(t *testing.T) {
+	ctx := testContext(t)
+	cfg := headConfig()
+	cfg.Concurrency = 2
+	f := &fakeFetcher{}
+	s := newTestScheduler(t, cfg, f, nil)
+	// More streams than GET slots read a few bytes and stay open.
+	for i := range 2 * cfg.Concurrency {
+		obj := fakeObject(string(rune('a'+i)), 32<<10)
+		st := s.Open(obj)
+		defer st.Close()
+		if err := readCheck(ctx, st, obj, make([]byte, 100), 0); err != nil {
+			t.Fatal(err)
+		}
+	}
+	settledStats(t, s)
+	obj := fakeObject("whole", 100<<10)
+	st := s.Open(obj)
+	defer st.Close()
+	readAll(ctx, t, st, obj, 4<<10)
+}
+
+func TestHeadsOffFetchTheWholePartAtOnce(t *testing.T) {
+	ctx := testContext(t)
+	cfg := headConfig()
+	cfg.HeadSize = -1
+	f := &fakeFetcher{}
+	s := newTestScheduler(t, cfg, f, nil)
+	obj := fakeObject("plain", 64<<10)
+	st := s.Open(obj)
+	defer st.Close()
+	if err := readCheck(ctx, st, obj, make([]byte, 512), 0); err != nil {
+		t.Fatal(err)
+	}
+	if got := settledStats(t, s).FetchedBytes; got < cfg.BlockSize {
+		t.Fatalf("fetched %d bytes for the first read, want at least its block of %d", got, cfg.BlockSize)
+	}
+}

@@ -11,7 +11,7 @@ const (
 	DefaultConcurrency         = 64
 	DefaultNextShards          = 1
 	DefaultReorderWindow int64 = 16 << 20
-	DefaultHeadSize      int64 = 64 << 10
+	DefaultHeadSize      int64 = 16 << 10
 )
 
 // Config sizes read-ahead. Zero fields take the defaults in WithDefaults.
@@ -30,7 +30,11 @@ type Config struct {
 
 	// HeadSize: a part made for a read that wants no more than its first
 	// HeadSize bytes is fetched in two GETs, that head first and the rest
-	// on the stream's next read. Negative disables.
+	// on the object's next read. Negative disables. The default is the
+	// kernel's first READ of a file read in small pieces (4 pages): on a
+	// rate-limited link the smaller the response, the sooner its first
+	// byte (16 KiB measured a millisecond ahead of 64 KiB through a
+	// 50 MB/s proxy).
 	HeadSize int64
 }
 

@@ -14,6 +14,12 @@
 // the objects named, so a handle opened next finds its first part fetched
 // or in flight.
 //
+// The first byte comes first: while a read waits for its GET's first
+// bytes, read-ahead of the same object waits too, and a read of only the
+// first few KiB of a part gets a GET of just those (Config.HeadSize); the
+// rest of the part and the read-ahead follow on the object's next read,
+// so a reader that peeks at a file and closes it costs one small GET.
+//
 // A part whose blocks the cache holds is read from the cache instead of
 // the Fetcher, so read-ahead over a warm stretch costs no GET and keeps the
 // local disk as busy as the network. Every fetched part goes to the Sink

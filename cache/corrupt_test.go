@@ -1,6 +1,7 @@
 package cache
 
 import (
+	"bytes"
 	"errors"
 	"strings"
 	"testing"
@@ -96,4 +97,27 @@ func TestLeaseChecksSlotsLoadedFromDisk(t *testing.T) {
 		t.Fatalf("Lease of an intact block: %v", err)
 	}
 	l.Release()
+}
+
+func TestWholeBlocksReadStraightIntoTheCallersBufferAreVerified(t *testing.T) {
+	dir := t.TempDir()
+	c := openCache(t, ringConfig(dir, 8))
+	o := newTestObject("direct.tar", 3*testBlock)
+	o.putAll(c, 3)
+	patchFile(t, ringPath(dir), c.ring.geo.dataOffset(slotOf(t, c, o, 1))+7, []byte{o.data[testBlock+7] ^ 0xff})
+
+	// An aligned, block-sized buffer is filled by the ring read itself.
+	p := alignedBuffer(int(testBlock))
+	if !directInto(p) {
+		t.Fatal("an aligned block-sized buffer does not take the direct path")
+	}
+	if n, ok := c.ReadAt(o.obj, p, 0); !ok || !bytes.Equal(p[:n], o.data[:testBlock]) {
+		t.Fatalf("block 0 read straight into the buffer: ok=%v, bytes equal=%v", ok, bytes.Equal(p[:n], o.data[:testBlock]))
+	}
+	if _, ok := c.ReadAt(o.obj, p, testBlock); ok {
+		t.Fatal("a flipped block read straight into the buffer was served")
+	}
+	if st := c.Stats(); st.ChecksumFailures != 1 {
+		t.Fatalf("checksum failures = %d, want 1", st.ChecksumFailures)
+	}
 }

@@ -76,6 +76,13 @@ func (r *ringFile) close() error { return r.f.Close() }
 // alignUp rounds n up to a multiple of alignment.
 func alignUp(n int64) int64 { return (n + alignment - 1) / alignment * alignment }
 
+// directInto reports whether a ring block can be read straight into p:
+// its address and length are multiples of alignment, as O_DIRECT needs
+// (the block is read whole, rounded up to alignment).
+func directInto(p []byte) bool {
+	return len(p) > 0 && int64(len(p))%alignment == 0 && uintptr(unsafe.Pointer(&p[0]))%uintptr(alignment) == 0
+}
+
 // alignedBuffer returns n zeroed bytes whose address is a multiple of
 // alignment, as O_DIRECT requires.
 func alignedBuffer(n int) []byte {

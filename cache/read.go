@@ -126,6 +126,15 @@ func (c *Cache) readBlock(k blockKey, want, from int64, dst []byte) bool {
 		c.stats.ramBytesServed.Add(uint64(len(dst)))
 		return true
 	}
+	if from == 0 && int64(len(dst)) == want && directInto(dst) {
+		// The whole block into a buffer O_DIRECT can fill: no bounce
+		// copy. On failure dst holds junk, which ReadAt does not promise.
+		if !c.readRing(k, want, dst) {
+			return false
+		}
+		c.stats.ringBytesServed.Add(uint64(len(dst)))
+		return true
+	}
 	bufp := c.blockBuffer()
 	if !c.readRing(k, want, *bufp) {
 		c.bufs.Put(bufp)

@@ -41,11 +41,24 @@ func TestPutAheadGoesToTheRingOnly(t *testing.T) {
 	withRing := ringConfig(t.TempDir(), 32)
 	withRing.MemorySize = 1 << 20
 	c := openCache(t, withRing)
-	c.PutAhead(o.obj, 0, o.data)
+	aligned := alignedBuffer(len(o.data))
+	copy(aligned, o.data)
+	c.PutAhead(o.obj, 0, aligned) // written from aligned itself
 	mustRead(t, c, o, 0, o.obj.Size)
 	if st := c.Stats(); st.RAMBytes != 0 || st.RingBytes == 0 {
 		t.Errorf("with a ring: RAM holds %d bytes and the ring %d, want 0 and the object", st.RAMBytes, st.RingBytes)
 	}
+
+	// Bytes at an address O_DIRECT cannot use take the bounce buffer; both
+	// ways the ring holds the object.
+	unaligned := openCache(t, ringConfig(t.TempDir(), 32))
+	shifted := make([]byte, len(o.data)+1)[1:]
+	copy(shifted, o.data)
+	if directInto(shifted[:testBlock]) || !directInto(aligned[:testBlock]) {
+		t.Fatal("the test's buffers do not cover both ways")
+	}
+	unaligned.PutAhead(o.obj, 0, shifted)
+	mustRead(t, unaligned, o, 0, o.obj.Size)
 
 	ramOnly := openCache(t, Config{MemorySize: 1 << 20})
 	ramOnly.PutAhead(o.obj, 0, o.data)

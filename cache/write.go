@@ -8,7 +8,7 @@ import (
 type pendingBlock struct {
 	key   blockKey
 	index int64
-	data  []byte // aligned, padded to alignment; owned by the cache
+	data  []byte // aligned, padded to alignment; the cache's, or PutAhead's caller's until put returns
 	size  int64  // the block's real length
 }
 
@@ -22,8 +22,10 @@ func (c *Cache) PutRange(obj store.Object, off int64, data []byte) {
 
 // PutAhead is PutRange for bytes the caller keeps in memory until they are
 // read (a sequential reader's read-ahead, a warm): they go to the ring
-// alone, through a reused buffer, so RAM does not hold them twice and the
-// stream allocates nothing per block. With the ring off they are not kept:
+// alone, so RAM does not hold them twice. Whole blocks whose address suits
+// O_DIRECT (a prefetch part's buffer) are written from data itself, before
+// PutAhead returns; others go through a reused buffer, so the stream
+// allocates nothing per block. With the ring off they are not kept:
 // the reader's page cache will hold them, and copying a stream through a
 // small RAM tier only evicts what random readers put there.
 func (c *Cache) PutAhead(obj store.Object, off int64, data []byte) {
@@ -65,15 +67,19 @@ func (c *Cache) put(obj store.Object, off int64, data []byte, inMemory bool) {
 			continue
 		}
 		var buf []byte
-		if inMemory {
+		switch {
+		case inMemory:
 			buf = alignedBuffer(int(alignUp(int64(len(chunk)))))
-		} else {
+			copy(buf, chunk)
+		case directInto(chunk):
+			buf = chunk // written before put returns; never kept
+		default:
 			bufp := c.blockBuffer()
 			pooled = append(pooled, bufp)
 			buf = (*bufp)[:alignUp(int64(len(chunk)))]
+			copy(buf, chunk)
 			clear(buf[len(chunk):]) // no stale bytes of another block in the slot
 		}
-		copy(buf, chunk)
 		blocks = append(blocks, pendingBlock{
 			key:   blockKey{version: ver, index: index},
 			index: index,

@@ -27,9 +27,12 @@ type BlockCache interface {
 
 // Stream is one handle's read-ahead stream. prefetch.Stream satisfies it.
 type Stream interface {
-	// ReadAtCached is io.ReaderAt's ReadAt that also says whether every
-	// byte came from the cache (read ahead from disk) rather than a GET.
-	ReadAtCached(ctx context.Context, p []byte, off int64) (n int, cached bool, err error)
+	// ReadShared is io.ReaderAt's ReadAt that may answer without a copy:
+	// data is p[:n], or bytes of the stream's own that stay valid until
+	// release, which is nil when there is nothing to release and is
+	// otherwise called exactly once. cached says whether every byte came
+	// from the cache (read ahead from disk) rather than a GET.
+	ReadShared(ctx context.Context, p []byte, off int64) (data []byte, cached bool, release func(), err error)
 	// Observe tells the stream of a read served elsewhere (the RAM tier),
 	// so its window moves on and it lets go of parts that read consumed.
 	Observe(off, n int64)
@@ -42,11 +45,29 @@ type Prefetcher interface {
 	Hint(objs ...store.Object)
 }
 
-// reader is one link of the chain. It fills p from off (io.ReaderAt
-// semantics: short only at the end of the object, with io.EOF) and names
-// the tier the bytes came from, for metrics; or it returns errDecline.
+// reader is one link of the chain. It answers a read of len(p) bytes at
+// off (io.ReaderAt semantics: short only at the end of the object, with
+// io.EOF), or returns errDecline.
 type reader interface {
-	readAt(ctx context.Context, h *readState, p []byte, off int64) (n int, tier string, err error)
+	readAt(ctx context.Context, h *readState, p []byte, off int64) (reply, error)
+}
+
+// reply is a reader's answer. data is p[:n], or bytes the reader lends so
+// that the kernel's reply is written from them without a copy: a cache
+// block (never written again, so nothing to release) or a pinned prefetch
+// part (released once the reply is written). tier names where the bytes
+// came from, for metrics.
+type reply struct {
+	data    []byte
+	tier    string
+	release func() // nil when there is nothing to release
+}
+
+// done releases the reply's bytes; it is called exactly once per reply.
+func (r reply) done() {
+	if r.release != nil {
+		r.release()
+	}
 }
 
 // Tiers reported to Options.ObserveRead.
@@ -79,13 +100,13 @@ type lastBlock struct {
 	data []byte // nil when it holds nothing; never written
 }
 
-// serve copies [off, off+len(q)) from the kept block if it holds all of it.
-func (b *lastBlock) serve(q []byte, off int64) bool {
-	if len(b.data) == 0 || off < b.off || off+int64(len(q)) > b.off+int64(len(b.data)) {
-		return false
+// slice returns [off, off+n) of the kept block if it holds all of it: the
+// cache's own bytes, which are never written again.
+func (b *lastBlock) slice(off, n int64) ([]byte, bool) {
+	if len(b.data) == 0 || off < b.off || off+n > b.off+int64(len(b.data)) {
+		return nil, false
 	}
-	copy(q, b.data[off-b.off:])
-	return true
+	return b.data[off-b.off : off-b.off+n], true
 }
 
 // openStream returns the handle's stream, opening it on first use; nil
@@ -120,24 +141,37 @@ type chain struct {
 	pf      Prefetcher
 }
 
-// readAt returns the tier of the reader that served.
-func (c chain) readAt(ctx context.Context, h *readState, p []byte, off int64) (int, string, error) {
+// read answers from the first reader that does not decline. The caller
+// calls done on the reply, also when err is not nil.
+func (c chain) read(ctx context.Context, h *readState, p []byte, off int64) (reply, error) {
 	if off >= h.obj.Size || len(p) == 0 {
-		return 0, TierCache, io.EOF
+		return reply{tier: TierCache}, io.EOF
 	}
 	for _, r := range c.readers {
-		n, tier, err := r.readAt(ctx, h, p, off)
+		rep, err := r.readAt(ctx, h, p, off)
 		if errors.Is(err, errDecline) {
 			continue
 		}
-		if _, cached := r.(cacheReader); cached && c.pf != nil && n > 0 {
+		if _, cached := r.(cacheReader); cached && c.pf != nil && len(rep.data) > 0 {
 			if st := h.openStream(c.pf); st != nil {
-				st.Observe(off, int64(n))
+				st.Observe(off, int64(len(rep.data)))
 			}
 		}
-		return n, tier, err
+		return rep, err
 	}
-	return 0, TierNetwork, errDecline
+	return reply{tier: TierNetwork}, errDecline
+}
+
+// readAt is read into p: bytes a reader lent are copied there, once. It
+// returns the tier of the reader that served.
+func (c chain) readAt(ctx context.Context, h *readState, p []byte, off int64) (int, string, error) {
+	rep, err := c.read(ctx, h, p, off)
+	defer rep.done()
+	n := len(rep.data)
+	if n > 0 && &rep.data[0] != &p[0] {
+		n = copy(p, rep.data)
+	}
+	return n, rep.tier, err
 }
 
 // newChain assembles the readers that are configured, fastest first. With
@@ -178,7 +212,8 @@ func clip(obj store.Object, p []byte, off int64) ([]byte, bool) {
 
 // cacheReader serves reads whose blocks are all cached (in RAM alone when
 // memOnly). A read inside one block reads the whole block once into the
-// handle's lastBlock.
+// handle's lastBlock and is answered with the block's own bytes; a read
+// that spans blocks is copied into p.
 type cacheReader struct {
 	cache     BlockCache
 	blockSize int64
@@ -192,38 +227,42 @@ func (r cacheReader) block(obj store.Object, index int64) ([]byte, bool) {
 	return r.cache.Block(obj, index)
 }
 
-func (r cacheReader) readAt(ctx context.Context, h *readState, p []byte, off int64) (int, string, error) {
+func (r cacheReader) readAt(ctx context.Context, h *readState, p []byte, off int64) (reply, error) {
 	q, short := clip(h.obj, p, off)
-	if !r.readBlockwise(h, q, off) && !r.readSpanning(h.obj, q, off) {
-		return 0, TierCache, errDecline
+	data, ok := r.readBlockwise(h, off, int64(len(q)))
+	if !ok {
+		if !r.readSpanning(h.obj, q, off) {
+			return reply{tier: TierCache}, errDecline
+		}
+		data = q
 	}
 	if short {
-		return len(q), TierCache, io.EOF
+		return reply{data: data, tier: TierCache}, io.EOF
 	}
-	return len(q), TierCache, nil
+	return reply{data: data, tier: TierCache}, nil
 }
 
-// readBlockwise serves q through the handle's kept block when q lies in
-// one block; false when it does not, or the block is not cached.
-func (r cacheReader) readBlockwise(h *readState, q []byte, off int64) bool {
+// readBlockwise returns [off, off+n) from the handle's kept block when it
+// lies in one block; false when it does not, or the block is not cached.
+func (r cacheReader) readBlockwise(h *readState, off, n int64) ([]byte, bool) {
 	bs := r.blockSize
 	start := off / bs * bs
-	if bs <= 0 || off+int64(len(q)) > start+bs {
-		return false
+	if bs <= 0 || off+n > start+bs {
+		return nil, false
 	}
 	b := &h.last
 	b.mu.Lock()
 	defer b.mu.Unlock()
-	if b.serve(q, off) {
-		return true
+	if data, ok := b.slice(off, n); ok {
+		return data, true
 	}
 	data, ok := r.block(h.obj, start/bs)
 	if !ok {
 		b.data = nil
-		return false
+		return nil, false
 	}
 	b.off, b.data = start, data
-	return b.serve(q, off)
+	return b.slice(off, n)
 }
 
 // readSpanning serves q, which may span blocks, when every block is cached.
@@ -251,16 +290,17 @@ func (r cacheReader) readSpanning(obj store.Object, q []byte, off int64) bool {
 // streamReader reads through the handle's prefetch stream.
 type streamReader struct{ pf Prefetcher }
 
-func (r streamReader) readAt(ctx context.Context, h *readState, p []byte, off int64) (int, string, error) {
+func (r streamReader) readAt(ctx context.Context, h *readState, p []byte, off int64) (reply, error) {
 	st := h.openStream(r.pf)
 	if st == nil {
-		return 0, TierNetwork, fmt.Errorf("read %s: handle released: %w", h.obj.Key, context.Canceled)
+		return reply{tier: TierNetwork}, fmt.Errorf("read %s: handle released: %w", h.obj.Key, context.Canceled)
 	}
-	n, cached, err := st.ReadAtCached(ctx, p, off)
+	data, cached, release, err := st.ReadShared(ctx, p, off)
+	rep := reply{data: data, tier: TierNetwork, release: release}
 	if cached {
-		return n, TierCache, err
+		rep.tier = TierCache
 	}
-	return n, TierNetwork, err
+	return rep, err
 }
 
 // directReader is the plain path: whole blocks by ranged GET (stored in the
@@ -272,9 +312,9 @@ type directReader struct {
 	blockSize int64
 }
 
-func (r directReader) readAt(ctx context.Context, h *readState, p []byte, off int64) (int, string, error) {
+func (r directReader) readAt(ctx context.Context, h *readState, p []byte, off int64) (reply, error) {
 	n, err := r.read(ctx, h, p, off)
-	return n, TierNetwork, err
+	return reply{data: p[:n], tier: TierNetwork}, err
 }
 
 func (r directReader) read(ctx context.Context, h *readState, p []byte, off int64) (int, error) {

@@ -75,12 +75,13 @@ func TestCacheReaderReadsEachBlockOnce(t *testing.T) {
 	}
 }
 
-// fakePrefetcher's streams serve whole objects, counting reads and the
-// reads they were told of.
+// fakePrefetcher's streams serve whole objects, lending their bytes in
+// place, and count reads, the reads they were told of, and releases.
 type fakePrefetcher struct {
 	data     map[string][]byte
 	reads    int
 	observed int
+	released int
 }
 
 func (f *fakePrefetcher) OpenStream(obj store.Object) Stream { return &fakeStream{f, obj} }
@@ -91,13 +92,15 @@ type fakeStream struct {
 	obj store.Object
 }
 
-func (s *fakeStream) ReadAtCached(ctx context.Context, p []byte, off int64) (int, bool, error) {
+func (s *fakeStream) ReadShared(ctx context.Context, p []byte, off int64) ([]byte, bool, func(), error) {
 	s.f.reads++
-	n := copy(p, s.f.data[s.obj.Key][off:])
-	if n < len(p) {
-		return n, true, io.EOF
+	d := s.f.data[s.obj.Key]
+	data := d[off:min(off+int64(len(p)), int64(len(d)))]
+	release := func() { s.f.released++ }
+	if len(data) < len(p) {
+		return data, true, release, io.EOF
 	}
-	return n, true, nil
+	return data, true, release, nil
 }
 func (s *fakeStream) Observe(off, n int64) { s.f.observed++ }
 func (s *fakeStream) Close()               {}
@@ -122,7 +125,7 @@ func TestWithReadAheadTheCacheLinkServesRAMOnly(t *testing.T) {
 			t.Fatalf("%s: read = %d, %s, %v, or wrong bytes", key, n, tier, err)
 		}
 	}
-	if pf.reads != 1 || pf.observed != 1 {
-		t.Fatalf("stream read %d times and observed %d reads; want 1 and 1 (disk read, RAM hit)", pf.reads, pf.observed)
+	if pf.reads != 1 || pf.observed != 1 || pf.released != 1 {
+		t.Fatalf("stream read %d times, observed %d reads, released %d; want 1, 1, 1 (disk read, RAM hit)", pf.reads, pf.observed, pf.released)
 	}
 }

@@ -62,20 +62,24 @@ var (
 	_ = (gofs.FileIoctler)((*fileHandle)(nil))
 )
 
+// Read answers from the bytes the chain returns, in place: go-fuse writes
+// the reply straight from a cache block or a pinned prefetch part, and
+// Done releases the part once it has.
 func (h *fileHandle) Read(ctx context.Context, dest []byte, off int64) (fuse.ReadResult, syscall.Errno) {
 	start := time.Now()
-	n, tier, err := h.m.chain.readAt(ctx, &h.state, dest, off)
+	rep, err := h.m.chain.read(ctx, &h.state, dest, off)
 	if err != nil && errors.Is(err, io.EOF) {
 		err = nil
 	}
 	if obs := h.m.opts.ObserveRead; obs != nil {
-		obs(tier, n, time.Since(start), err)
+		obs(rep.tier, len(rep.data), time.Since(start), err)
 	}
 	if err != nil {
+		rep.done()
 		h.m.opts.Log.Error("read failed", "key", h.state.obj.Key, "offset", off, "size", len(dest), "err", err)
 		return nil, errnoFor(err)
 	}
-	return fuse.ReadResultData(dest[:n]), 0
+	return newReadResult(rep), 0
 }
 
 func (h *fileHandle) Release(ctx context.Context) syscall.Errno {

@@ -75,22 +75,54 @@ func (st *Stream) ReadAt(ctx context.Context, p []byte, off int64) (int, error) 
 // ReadAtCached is ReadAt that also reports whether every byte it served
 // was read from the cache rather than fetched.
 func (st *Stream) ReadAtCached(ctx context.Context, p []byte, off int64) (n int, cached bool, err error) {
+	data, cached, _, err := st.read(ctx, p, off, false)
+	return len(data), cached, err
+}
+
+// ReadShared is ReadAtCached that answers without a copy where it can: a
+// read that lies inside one part is answered with that part's own bytes,
+// pinned until release is called, so a FUSE reply can be written straight
+// from them. Otherwise data is p[:n] and release is nil. Callers call a
+// non-nil release exactly once, as soon as the bytes are used: a lent part
+// counts against the budget, so a caller that held it while waiting for
+// another read could wait for ever. For the same reason a read that spans
+// parts is copied into p, never answered while one part waits for another.
+func (st *Stream) ReadShared(ctx context.Context, p []byte, off int64) (data []byte, cached bool, release func(), err error) {
+	data, cached, pinned, err := st.read(ctx, p, off, true)
+	if pinned == nil {
+		return data, cached, nil, err
+	}
+	s := st.s
+	return data, cached, func() {
+		s.mu.Lock()
+		s.unpinLocked(pinned)
+		s.mu.Unlock()
+	}, err
+}
+
+// read is ReadAtCached and, with inPlace, ReadShared: it returns the part
+// whose bytes data is, still pinned, or nil when data is p[:n].
+func (st *Stream) read(ctx context.Context, p []byte, off int64, inPlace bool) (data []byte, cached bool, pinned *part, err error) {
 	s := st.s
 	if off < 0 {
-		return 0, false, fmt.Errorf("prefetch %s: offset %d: %w", st.obj.Key, off, store.ErrInvalidRange)
+		return nil, false, nil, fmt.Errorf("prefetch %s: offset %d: %w", st.obj.Key, off, store.ErrInvalidRange)
 	}
 	if len(p) == 0 {
-		return 0, false, nil
+		return nil, false, nil, nil
 	}
 	if off >= st.obj.Size {
-		return 0, false, io.EOF
+		return nil, false, nil, io.EOF
 	}
 	end := min(off+int64(len(p)), st.obj.Size)
+	var eof error
+	if int64(len(p)) > end-off {
+		eof = io.EOF
+	}
 
 	s.mu.Lock()
 	if st.closed || s.closed {
 		s.mu.Unlock()
-		return 0, false, fmt.Errorf("prefetch %s: %w", st.obj.Key, ErrClosed)
+		return nil, false, nil, fmt.Errorf("prefetch %s: %w", st.obj.Key, ErrClosed)
 	}
 	plan := st.policy.Read(off, end-off)
 	s.applyLocked(st, plan, Range{off, end})
@@ -100,19 +132,23 @@ func (st *Stream) ReadAtCached(ctx context.Context, p []byte, off int64) (n int,
 	for pos := off; pos < end; {
 		part, err := st.pin(ctx, pos, end, plan.Need.End, plan.Sequential)
 		if err != nil {
-			return int(pos - off), false, err
+			return p[:pos-off], false, nil, err
 		}
-		n, fromCache, err := st.serve(ctx, part, p[pos-off:end-off], pos, plan.Sequential)
-		pos += int64(n)
+		if inPlace && pos == off && part.end >= end {
+			got, fromCache, err := st.serve(ctx, part, pos, end, plan.Sequential, nil)
+			if err != nil {
+				return nil, false, nil, err
+			}
+			return got, fromCache, part, eof
+		}
+		got, fromCache, err := st.serve(ctx, part, pos, end, plan.Sequential, p[pos-off:end-off])
+		pos += int64(len(got))
 		cached = cached && fromCache
 		if err != nil {
-			return int(pos - off), false, err
+			return p[:pos-off], false, nil, err
 		}
 	}
-	if int64(len(p)) > end-off {
-		return int(end - off), cached, io.EOF
-	}
-	return len(p), cached, nil
+	return p[:end-off], cached, nil, eof
 }
 
 // Observe tells the stream about a read of n bytes at off that was served
@@ -220,16 +256,20 @@ func (st *Stream) pin(ctx context.Context, pos, readEnd, needEnd int64, sequenti
 	}
 }
 
-// serve waits until the bytes dst wants of pinned part p (from pos) have
-// arrived, copies them and unpins p. It does not wait for the rest of the
-// part: a read at the start of a part is answered while the part's GET
-// still runs.
-func (st *Stream) serve(ctx context.Context, p *part, dst []byte, pos int64, sequential bool) (n int, fromCache bool, err error) {
+// serve waits until the bytes [pos, end) wants of pinned part p have
+// arrived, and returns them: copied into dst, p unpinned; or, when dst is
+// nil, in place, p still pinned (unless it fails). It does not wait for
+// the rest of the part: a read at the start of a part is answered while
+// the part's GET still runs.
+func (st *Stream) serve(ctx context.Context, p *part, pos, end int64, sequential bool, dst []byte) (got []byte, fromCache bool, err error) {
 	s := st.s
-	need := min(pos+int64(len(dst)), p.end) - p.off
+	need := min(end, p.end) - p.off
 	waited, err := st.awaitArrival(ctx, p, need)
 	if err == nil {
-		n = copy(dst, p.buf[pos-p.off:need])
+		got = p.buf[pos-p.off : need]
+		if dst != nil {
+			got = dst[:copy(dst, got)]
+		}
 	}
 
 	s.mu.Lock()
@@ -238,16 +278,23 @@ func (st *Stream) serve(ctx context.Context, p *part, dst []byte, pos int64, seq
 		s.stats.Waits++
 		s.stats.WaitNanos += int64(waited)
 	}
-	s.stats.ServedBytes += int64(n)
+	s.stats.ServedBytes += int64(len(got))
 	if p.ahead {
-		s.stats.PrefetchedServedBytes += int64(n)
+		s.stats.PrefetchedServedBytes += int64(len(got))
 	}
 	fromCache = p.fromCache
-	p.pins--
-	s.creditLocked(st, p, int64(n), sequential)
-	s.releaseIfUnusedLocked(p)
+	s.creditLocked(st, p, int64(len(got)), sequential)
+	if dst != nil || err != nil {
+		s.unpinLocked(p)
+	}
 	s.checkLocked()
-	return n, fromCache, err
+	return got, fromCache, err
+}
+
+// unpinLocked ends one read's pin on p, freeing p if nothing else keeps it.
+func (s *Scheduler) unpinLocked(p *part) {
+	p.pins--
+	s.releaseIfUnusedLocked(p)
 }
 
 // awaitArrival waits until the first need bytes of p are final, and says

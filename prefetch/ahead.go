@@ -121,15 +121,18 @@ func (s *Scheduler) prefetchStartLocked(obj store.Object, want int64, kind specK
 			pos = p.end
 			continue
 		}
-		gap, cached := s.sourceLocked(o, s.gapLocked(o, pos, want), false)
-		if cached { // the cache has this run: nothing to prefetch
-			pos = gap.End
+		// A run in the RAM tier is served from there; a run in the ring is
+		// read ahead from disk like one fetched, so that an open finds its
+		// first bytes in memory rather than waiting on the disk.
+		gap, cached := s.sourceLocked(o, s.gapLocked(o, pos, want), true)
+		if gap.Empty() {
+			pos += s.cfg.BlockSize
 			continue
 		}
 		if !afford(s.chargeOf(gap)) {
 			return false
 		}
-		p := s.newPartLocked(o, gap, Range{}, false)
+		p := s.newPartLocked(o, gap, Range{}, cached)
 		p.spec = kind
 		s.specInUse += p.size
 		s.spec = append(s.spec, p)

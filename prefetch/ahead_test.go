@@ -259,25 +259,39 @@ func (c warmCache) ReadAt(obj store.Object, p []byte, off int64) (int, bool) {
 }
 
 // TestWarmCacheCostsNoGETs: over objects the cache already holds, reads
-// served from the cache (Observe) start no read-ahead, and reaching the
-// end of one object prefetches nothing of a next one that is cached.
+// served from the cache (Observe) cost no GET. Reaching the end of one
+// object reads the start of the next from the cache when it is on disk,
+// so that its open does not wait on the disk; a next object in the RAM
+// tier needs no part at all.
 func TestWarmCacheCostsNoGETs(t *testing.T) {
 	cfg := smallConfig()
 	f := &fakeFetcher{}
 	cache := newWarmCache(t, cfg, "a", "b")
+	cache.inMemory["c"], cache.inMemory["d"] = true, true
 	s := newTestScheduler(t, cfg, f, cache)
 	a, b := fakeObject("a", 1<<20), fakeObject("b", 1<<20)
-	s.SetOrder([]store.Object{a, b})
-	st := s.Open(a)
-	defer st.Close()
-	for off := int64(0); off < a.Size; off += 4096 {
-		st.Observe(off, 4096)
+	c, d := fakeObject("c", 1<<20), fakeObject("d", 1<<20)
+	s.SetOrder([]store.Object{a, b, c, d})
+	observeAll := func(obj store.Object) {
+		st := s.Open(obj)
+		defer st.Close()
+		for off := int64(0); off < obj.Size; off += 4096 {
+			st.Observe(off, 4096)
+		}
 	}
+
+	observeAll(a)
+	stats := settledStats(t, s)
 	if n := f.gets.Load(); n != 0 {
 		t.Fatalf("%d GETs for reads over a warm cache", n)
 	}
-	if n := s.Stats().NextParts; n != 0 {
-		t.Fatalf("%d parts prefetched for a cached next object", n)
+	if stats.NextParts == 0 || stats.CacheBytes == 0 {
+		t.Fatalf("%d parts, %d bytes read ahead of a next object the cache holds on disk, want its start", stats.NextParts, stats.CacheBytes)
+	}
+
+	observeAll(c)
+	if after := settledStats(t, s); after.NextParts != stats.NextParts || f.gets.Load() != 0 {
+		t.Fatalf("%d parts prefetched for a next object in the RAM tier, %d GETs; want none", after.NextParts-stats.NextParts, f.gets.Load())
 	}
 }
 

@@ -22,7 +22,10 @@
 //
 // A part whose blocks the cache holds is read from the cache instead of
 // the Fetcher, so read-ahead over a warm stretch costs no GET and keeps the
-// local disk as busy as the network. Every fetched part goes to the Sink
+// local disk as busy as the network. The next objects and hinted ones are
+// read ahead from the ring the same way (not from the RAM tier, which
+// serves them directly), so an open over a warm cache does not wait on the
+// disk either. Every fetched part goes to the Sink
 // (the cache) as it arrives; once its readers have consumed it the part is
 // freed. This package never stores
 // bytes beyond that, never talks to a backend except through Fetcher, and

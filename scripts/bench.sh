@@ -2,7 +2,7 @@
 # Side-by-side read benchmark: the direct ranged-GET ceiling (no FUSE),
 # shardfs, s3fs and rclone mount, in one run against one MinIO.
 #
-#   scripts/bench.sh [--remote] [--shards N] [--shard-size SIZE] [--large SIZE] [--out DIR]
+#   scripts/bench.sh [--remote] [--rounds N] [--shards N] [--shard-size SIZE] [--large SIZE] [--out DIR]
 #
 # --remote puts Toxiproxy between the clients and MinIO: 20 ms latency and a
 # 50 MB/s cap per connection, the shape of a remote S3. Needs root (page-cache
@@ -11,22 +11,26 @@
 # shardfs runs without --cache-dir. Results: RESULT/RSS/STAT lines in
 # OUT/results.txt and the table in OUT/table.md (OUT defaults to
 # .work/bench-loopback or .work/bench-remote). SHARDFS_BIN picks the binary.
+# The cold sequential read of the direct client and of shardfs, whose ratio
+# is the headline, runs --rounds times (default 3), interleaved; the table
+# shows medians and every round.
 set -euo pipefail
 # shellcheck source=scripts/lib.sh
 source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
 
-REMOTE=0 SHARDS=20 SHARD_SIZE=48MiB LARGE=1GiB OUT=
+REMOTE=0 ROUNDS=3 SHARDS=20 SHARD_SIZE=48MiB LARGE=1GiB OUT=
 LATENCY_MS=20 RATE_KBPS=50000 # toxiproxy's bandwidth rate is in KB/s
 DIRECT_CONCURRENCY=(16 64)
 BUCKET=bench
 while [ $# -gt 0 ]; do
 	case $1 in
 	--remote) REMOTE=1 ;;
+	--rounds) ROUNDS=$2; shift ;;
 	--shards) SHARDS=$2; shift ;;
 	--shard-size) SHARD_SIZE=$2; shift ;;
 	--large) LARGE=$2; shift ;;
 	--out) OUT=$2; shift ;;
-	-h | --help) sed -n '2,13p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+	-h | --help) sed -n '2,16p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
 	*) die "unknown argument $1 (see --help)" ;;
 	esac
 	shift
@@ -161,11 +165,15 @@ measure() {
 
 started=$SECONDS
 load_before=$(cut -d" " -f1-3 /proc/loadavg | tr " " /)
-log "== $MODE: direct GET ceiling"
-for c in "${DIRECT_CONCURRENCY[@]}"; do
-	drop_caches
-	"$SHARDFS" bench direct "s3://$BUCKET" --name "direct-c$c" --workload seq --concurrency "$c" --include 'shard-*' | tee -a "$RESULTS" >&2
+for round in $(seq "$ROUNDS"); do
+	log "== $MODE: cold sequential, direct GET ceiling and shardfs, round $round of $ROUNDS"
+	for c in "${DIRECT_CONCURRENCY[@]}"; do
+		drop_caches
+		"$SHARDFS" bench direct "s3://$BUCKET" --name "direct-c$c" --workload seq --concurrency "$c" --include 'shard-*' | tee -a "$RESULTS" >&2
+	done
+	measure shardfs shardfs seq
 done
+log "== $MODE: direct GET, first byte and random reads"
 drop_caches
 "$SHARDFS" bench direct "s3://$BUCKET" --name direct --workload ttfb,random --include 'shard-*' | tee -a "$RESULTS" >&2
 drop_caches
@@ -174,6 +182,7 @@ drop_caches
 for system in shardfs s3fs rclone; do
 	log "== $MODE: $system"
 	for wl in seq ttfb random; do
+		[ "$system/$wl" != shardfs/seq ] || continue # measured in the rounds above
 		measure "$system" "$system" "$wl"
 	done
 done
@@ -228,9 +237,17 @@ def get(kind, name, workload, key):
             return float(r[key])
     return None
 
+def rounds(name):
+    return [float(r["mbps"]) for k, r in rows if k == "RESULT" and r["name"] == name and r["workload"] == "seq"]
+
+def median(vs):
+    vs = sorted(vs)
+    return vs[len(vs) // 2] if len(vs) % 2 else (vs[len(vs) // 2 - 1] + vs[len(vs) // 2]) / 2
+
 info = next(r for k, r in rows if k == "INFO")
-direct_seq = {r["name"]: float(r["mbps"]) for k, r in rows
-              if k == "RESULT" and r["name"].startswith("direct-c") and r["workload"] == "seq"}
+direct_names = sorted({r["name"] for k, r in rows
+                       if k == "RESULT" and r["name"].startswith("direct-c") and r["workload"] == "seq"})
+direct_seq = {n: median(rounds(n)) for n in direct_names}
 best = max(direct_seq, key=direct_seq.get)
 
 def fmt(v, unit=""):
@@ -249,6 +266,7 @@ print(f"mode: {info['mode']} (latency {info['latency_ms']} ms, {info['rate_kbps'
 print("| workload | direct | shardfs | s3fs | rclone | shardfs/direct | shardfs/s3fs | shardfs/rclone |")
 print("|---|---|---|---|---|---|---|---|")
 seq = {s: get("RESULT", s, "seq", "mbps") for s in systems}
+seq["shardfs"] = median(rounds("shardfs"))
 seq["direct"] = direct_seq[best]
 print(f"| cold seq, 4 readers (MB/s) | {fmt(seq['direct'])} ({best}) | " + " | ".join(fmt(seq[s]) for s in systems)
       + f" | {ratio(seq['shardfs'], seq['direct'])} | {ratio(seq['shardfs'], seq['s3fs'])} | {ratio(seq['shardfs'], seq['rclone'])} |")
@@ -264,7 +282,8 @@ rss = {s: max((float(r["vmhwm_kb"]) / 1024 for k, r in rows if k == "RSS" and r[
 print(f"| peak daemon RSS (MiB) | - | " + " | ".join(fmt(rss[s]) for s in systems)
       + f" | - | {ratio(rss['shardfs'], rss['s3fs'])} | {ratio(rss['shardfs'], rss['rclone'])} |")
 
-print(f"\ndirect seq by concurrency: " + ", ".join(f"{n}: {v:,.1f} MB/s" for n, v in sorted(direct_seq.items())))
+print(f"\ncold seq, direct and shardfs rows: medians of {len(rounds('shardfs'))} interleaved rounds (MB/s): " + "; ".join(
+    f"{n}: " + ", ".join(f"{v:,.1f}" for v in rounds(n)) for n in direct_names + ["shardfs"]))
 print(f"direct TTFB of a 1 MiB GET: {fmt(get('RESULT', 'direct-1mib', 'ttfb', 'ttfb_ms'))} ms")
 print("\nshardfs kernel knobs, cold seq (MB/s; the defaults, read-ahead-kb 4096 and max-background 64, are the main row): " + ", ".join(
     f"{n.removeprefix('shardfs-')}: {fmt(get('RESULT', n, 'seq', 'mbps'))}"

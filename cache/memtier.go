@@ -52,6 +52,10 @@ func (m *memTier) settle() { m.cache.Wait() }
 
 func (m *memTier) bytes() int64 { return m.cache.MaxCost() - m.cache.RemainingCost() }
 
+// free is how many more bytes fit without evicting anything, counting
+// only the sets already applied (see settle).
+func (m *memTier) free() int64 { return m.cache.RemainingCost() }
+
 func (m *memTier) close() {
 	m.closing.Store(true)
 	m.cache.Close()

@@ -21,6 +21,10 @@ type BlockCache interface {
 	Block(obj store.Object, index int64) ([]byte, bool)
 	// MemBlock is Block from RAM alone: it never waits on the disk.
 	MemBlock(obj store.Object, index int64) ([]byte, bool)
+	// ReadAtPromoting copies [off, off+len(p)) into p when every block of
+	// it is cached, reading blocks on disk straight into p, several at
+	// once, and offering them to a RAM tier that has room.
+	ReadAtPromoting(obj store.Object, p []byte, off int64) (int, bool)
 	// PutRange stores fetched bytes; off is block-aligned.
 	PutRange(obj store.Object, off int64, data []byte)
 }
@@ -267,6 +271,13 @@ func (r cacheReader) readBlockwise(h *readState, off, n int64) ([]byte, bool) {
 
 // readSpanning serves q, which may span blocks, when every block is cached.
 func (r cacheReader) readSpanning(obj store.Object, q []byte, off int64) bool {
+	if !r.memOnly {
+		// A one-shot read (the GPU side interface's READ, megabytes at a
+		// time): disk blocks go straight into q, several at once, with no
+		// block buffer; RAM keeps copies only while it has room.
+		_, ok := r.cache.ReadAtPromoting(obj, q, off)
+		return ok
+	}
 	bs := r.blockSize
 	if bs <= 0 {
 		return false

@@ -35,6 +35,15 @@ func (c *fakeCache) Block(obj store.Object, index int64) ([]byte, bool) {
 	return d[index*c.blockSize : min((index+1)*c.blockSize, int64(len(d)))], true
 }
 
+func (c *fakeCache) ReadAtPromoting(obj store.Object, p []byte, off int64) (int, bool) {
+	d, ok := c.data[obj.Key]
+	if !ok || off >= int64(len(d)) {
+		return 0, false
+	}
+	c.reads += int((off+int64(len(p))-1)/c.blockSize - off/c.blockSize + 1)
+	return copy(p, d[off:]), true
+}
+
 func (c *fakeCache) PutRange(store.Object, int64, []byte) {}
 
 func TestCacheReaderReadsEachBlockOnce(t *testing.T) {
@@ -127,5 +136,29 @@ func TestWithReadAheadTheCacheLinkServesRAMOnly(t *testing.T) {
 	}
 	if pf.reads != 1 || pf.observed != 1 || pf.released != 1 {
 		t.Fatalf("stream read %d times, observed %d reads, released %d; want 1, 1, 1 (disk read, RAM hit)", pf.reads, pf.observed, pf.released)
+	}
+}
+
+func TestOneShotReadsSpanningDiskBlocksComeFromTheCache(t *testing.T) {
+	const bs = 1 << 20
+	data := make([]byte, 9*bs+123)
+	rand.New(rand.NewSource(2)).Read(data)
+	obj := store.Object{Key: "k", Size: int64(len(data)), ETag: "e"}
+	cache := &fakeCache{data: map[string][]byte{"k": data}, onDisk: map[string]bool{"k": true}, blockSize: bs}
+	// No store: a read the cache declined would have nowhere to go.
+	c := newOneShotChain(nil, cache, nil, bs)
+	for _, tc := range []struct{ off, n int64 }{{0, 8 * bs}, {bs / 2, 3 * bs}, {8 * bs, 2 * bs}} {
+		h := &readState{obj: obj}
+		p := make([]byte, tc.n)
+		n, tier, err := c.readAt(context.Background(), h, p, tc.off)
+		if err != nil && err != io.EOF {
+			t.Fatalf("read %d+%d: %v", tc.off, tc.n, err)
+		}
+		if tier != TierCache {
+			t.Fatalf("read %d+%d served by %s", tc.off, tc.n, tier)
+		}
+		if want := data[tc.off:min(tc.off+tc.n, obj.Size)]; !bytes.Equal(p[:n], want) {
+			t.Fatalf("read %d+%d: %d bytes differ from the object's %d", tc.off, tc.n, n, len(want))
+		}
 	}
 }

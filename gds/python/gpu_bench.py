@@ -4,14 +4,17 @@
 
 Host section (any machine): 8 MiB staged READs into a registered buffer
 against read(2) through the mount (page cache hot, and with the file's page
-cache dropped so every read crosses FUSE) and against a plain memcpy of the
-same bytes already in memory (the ceiling of a copy out of the cache).
+cache dropped so every read crosses FUSE), against a plain memcpy of the
+same bytes already in memory (the ceiling of a copy out of the cache) and,
+with a cache ring, against this process reading the leased ring extents
+itself with O_DIRECT (the ceiling of a read from the disk).
 
 GPU section (CUDA only): host-to-device throughput of the staged path
 (read_into a CUDA tensor: READ + cudaHostRegister'd buffer + non-blocking
 copy) against a plain torch pinned-memory copy, and the direct path
-(LEASE + kvikio/cuFile) where cuFile works. Without CUDA it says so and
-exits 0.
+(LEASE + kvikio or libcufile) wherever cuFile loads, with the mode it runs
+in. Both paths' bytes on the GPU are compared with the file first. Without
+CUDA it says so and exits 0.
 """
 
 import argparse
@@ -63,6 +66,29 @@ def report(name, bps, base=None):
     print("  %-44s %8.2f GB/s%s" % (name, bps / 1e9, extra))
 
 
+def ring_reader(client, rel, chunk):
+    """fn(offset): this process reading the ring itself, O_DIRECT, through a
+    LEASE of chunk bytes: what the disk gives without the daemon's copy."""
+    import mmap
+
+    align = client.capabilities()["alignment"]
+    buf = mmap.mmap(-1, chunk + align)  # page-aligned, as O_DIRECT wants
+    view = memoryview(buf)
+    fds = {}
+
+    def read(offset):
+        with client.lease(rel, offset, chunk) as lease:
+            for e in lease.extents:
+                fd = fds.get(e.path)
+                if fd is None:
+                    fd = fds[e.path] = os.open(e.path, os.O_RDONLY | os.O_DIRECT)
+                at = e.file_offset - offset
+                n = -(-e.length // align) * align  # whole sectors; the tail is padding
+                os.preadv(fd, [view[at:at + n]], e.cache_offset)
+
+    return read
+
+
 def host_section(client, mount, rel, size, chunk, seconds):
     offsets = list(range(0, size - chunk + 1, chunk)) or [0]
     chunk = min(chunk, size)
@@ -97,16 +123,22 @@ def host_section(client, mount, rel, size, chunk, seconds):
         os.posix_fadvise(fd, o, chunk, os.POSIX_FADV_DONTNEED)
         os.preadv(fd, [rbuf], o)
 
+    for i in range(len(offsets)):  # settle the cache tiers before timing
+        staged(i)
     m = rate(memcpy, chunk, seconds)
     report("memcpy of bytes in memory", m)
     report("staged READ into registered buffer", rate(staged, chunk, seconds), ("memcpy", m))
+    if client.capabilities().get("leases"):
+        ring = ring_reader(client, rel, chunk)
+        report("O_DIRECT pread of the leased ring extents", rate(lambda i: ring(offsets[i % len(offsets)]), chunk, seconds),
+               ("memcpy", m))
     report("read(2), kernel page cache hot", rate(pread, chunk, seconds), ("memcpy", m))
     report("read(2) through FUSE (page cache dropped)", rate(pread_fuse, chunk, seconds), ("memcpy", m))
     os.close(fd)
     buf.unregister()
 
 
-def gpu_section(client, rel, size, chunk, seconds):
+def gpu_section(client, mount, rel, size, chunk, seconds):
     import torch
 
     chunk = min(chunk, size, client.staging.size)
@@ -115,6 +147,17 @@ def gpu_section(client, rel, size, chunk, seconds):
     pinned = torch.empty(chunk, dtype=torch.uint8).pin_memory()
     sync = torch.cuda.synchronize
     print("gpu %s, %d MiB chunks:" % (torch.cuda.get_device_name(0), chunk >> 20))
+    with open(os.path.join(mount, rel), "rb") as f:
+        want = [torch.frombuffer(bytearray(os.pread(f.fileno(), chunk, o)), dtype=torch.uint8).cuda()
+                for o in offsets[:4]]
+
+    def verify(name, read):
+        for i, w in enumerate(want):
+            dev.zero_()
+            read(i)
+            sync()
+            if not torch.equal(dev, w):
+                raise SystemExit("%s: bytes on the GPU differ from the file at offset %d" % (name, offsets[i]))
 
     def plain(i):
         dev.copy_(pinned, non_blocking=True)
@@ -122,15 +165,26 @@ def gpu_section(client, rel, size, chunk, seconds):
     def staged(i):
         client._read_staged(dev, rel, offsets[i % len(offsets)], chunk)
 
+    verify("staged read_into", staged)
     p = rate(plain, chunk, seconds, sync)
     report("torch pinned H2D copy", p)
     report("staged read_into CUDA tensor", rate(staged, chunk, seconds, sync), ("pinned copy", p))
-    if client._cufile_ok():
+    with gds.Client(mount, buffer_size=0, direct=True) as direct_client:
+        mode = direct_client.direct_mode()
+        if mode is None:
+            print("  direct path: not available (no kvikio or libcufile, or no cache ring)")
+            return
+
         def direct(i):
-            client._read_direct(dev, rel, offsets[i % len(offsets)], chunk)
+            direct_client._read_direct(dev, rel, offsets[i % len(offsets)], chunk)
+
+        try:
+            verify("direct LEASE + cuFile", direct)
+        except gds.DirectPathError as e:
+            print("  direct path: %s" % e.strerror)
+            return
         report("direct LEASE + cuFile", rate(direct, chunk, seconds, sync), ("pinned copy", p))
-    else:
-        print("  direct path: not available (no kvikio, cuFile in compat mode, or no cache ring)")
+        print("  direct path: %s" % mode)
 
 
 def main():
@@ -154,7 +208,7 @@ def main():
         if not cuda:
             print("no CUDA device (or no torch with CUDA): GPU checks skipped")
             return 0
-        gpu_section(client, rel, size, a.chunk, a.seconds)
+        gpu_section(client, a.mount, rel, size, a.chunk, a.seconds)
     return 0
 
 

@@ -11,7 +11,8 @@ straight into GPU memory (direct path).
         c.read_into(arr, "train/shard-000.tar", 0, arr.nbytes)
 
 Only the standard library and numpy are required; torch is used when dst is
-a torch tensor, kvikio when it is importable and cuFile works.
+a torch tensor. The direct path reads through kvikio when it is installed,
+else through libcufile itself (shardfs_cufile.py, ctypes).
 
 The ABI (gds/abi.go is the reference): restricted ioctls of type 0xBD on the
 ctl file /.shardfs/ctl (path in the struct) or on a shard's fd (path
@@ -116,10 +117,18 @@ class Client:
 
     buffer_size is the staging buffer registered at open (0: none). Every
     buffer and lease made through this client dies when it is closed.
+
+    direct chooses the path of a CUDA dst: None reads leases with cuFile
+    only where it is real GPUDirect Storage (in compatibility mode cuFile
+    does a POSIX read and a copy, which the staged path does as fast),
+    True whenever cuFile loads, False never.
     """
 
-    def __init__(self, mount, buffer_size=64 << 20, shm_dir="/dev/shm"):
+    def __init__(self, mount, buffer_size=64 << 20, shm_dir="/dev/shm", direct=None):
         self.mount = os.path.abspath(mount)
+        self.direct = direct
+        self._backend = None
+        self._turn = 0  # the staging half the next copy to a GPU uses
         self.shm_dir = shm_dir
         self.ctl_fd = os.open(os.path.join(self.mount, ".shardfs", "ctl"), os.O_RDONLY | os.O_CLOEXEC)
         self._caps = None
@@ -224,13 +233,16 @@ class Client:
         """Fill dst (numpy array or torch tensor, contiguous) with length
         bytes of path from offset. Returns the bytes read.
 
-        A CUDA tensor goes the direct path (LEASE + cuFile) when kvikio
-        works with cuFile, else the staged path: READ into the registered
-        buffer, pinned once with cudaHostRegister, then a non-blocking copy.
+        A CUDA tensor goes the direct path (LEASE + cuFile) when the
+        client's direct setting allows it (see Client), else the staged
+        path: READ into the registered buffer, pinned once with
+        cudaHostRegister, then a non-blocking copy.
         """
-        if _is_torch(dst) and dst.is_cuda and self._cufile_ok():
+        if _is_torch(dst) and dst.is_cuda and self._direct_backend():
             try:
                 return self._read_direct(dst, path, offset, length)
+            except DirectPathError:
+                self._backend = False  # cuFile cannot read the ring here: stop trying
             except OSError as e:
                 if e.errno not in (errno.ENODATA, errno.EOPNOTSUPP):
                     raise
@@ -244,7 +256,9 @@ class Client:
             raise ValueError("dst holds %d bytes, %d asked" % (out.shape[0], length))
         cuda = _is_torch(dst) and dst.is_cuda
         half = self.staging.size // 2 if cuda else self.staging.size
-        done, turn = 0, 0
+        # The halves alternate across calls too: the READ of the next call
+        # overlaps the copy to the GPU of this one.
+        done, turn = 0, self._turn
         while done < length:
             stage_off = half * turn if cuda else 0
             if cuda:
@@ -263,6 +277,7 @@ class Client:
             else:
                 out[done:done + n] = src
             done += n
+        self._turn = turn
         return done
 
     def _copy_to_cuda(self, out, at, src, turn):
@@ -302,23 +317,22 @@ class Client:
             extents.append(Extent(paths[idx], cache_off, n, file_off))
         return Lease(self, lease_id, covered, extents)
 
-    def _cufile_ok(self):
-        if not self.capabilities().get("leases"):
-            return False
-        try:
-            import kvikio
-            import kvikio.defaults
-        except ImportError:
-            return False
-        for probe in ("is_compat_mode_preferred", "compat_mode"):
-            f = getattr(kvikio.defaults, probe, None)
-            if f is not None:
-                return not f()  # compat mode = POSIX fallback, no cuFile
-        return False
+    def direct_mode(self):
+        """How the direct path reads (a phrase), or None when it is not used."""
+        backend = self._direct_backend()
+        return backend.mode() if backend else None
+
+    def _direct_backend(self):
+        if self._backend is None:
+            self._backend = False
+            if self.direct is not False and self.capabilities().get("leases"):
+                self._backend = _kvikio_backend(self.direct) or _cufile_backend(self.direct) or False
+        return self._backend or None
 
     def _read_direct(self, dst, path, offset, length):
-        import kvikio
-
+        backend = self._direct_backend()
+        if backend is None:
+            raise OSError(errno.EOPNOTSUPP, "no direct path: no kvikio or cuFile, or no cache ring")
         out = _bytes_view(dst)
         if out.shape[0] < length:
             raise ValueError("dst holds %d bytes, %d asked" % (out.shape[0], length))
@@ -328,13 +342,98 @@ class Client:
                 for e in lease.extents:
                     f = self._cufiles.get(e.path)
                     if f is None:
-                        f = self._cufiles[e.path] = kvikio.CuFile(e.path, "r")
+                        try:
+                            f = self._cufiles[e.path] = backend.open(e.path)
+                        except (OSError, RuntimeError) as err:
+                            raise DirectPathError("%s cannot open the cache file %s: %s" % (backend.mode(), e.path, err))
                     at = e.file_offset - offset
-                    f.pread(out[at:at + e.length], e.length, e.cache_offset).get()
+                    f.read(out[at:at + e.length], e.cache_offset)
                 done += lease.covered
             if lease.covered == 0:
                 break
         return done
+
+
+class DirectPathError(OSError):
+    """cuFile could not open a cache file (no nvidia-fs and no udev data for
+    the disk, say); read_into then uses the staged path."""
+
+    def __init__(self, msg):
+        super().__init__(errno.EIO, msg)
+
+
+class _KvikioBackend:
+    def __init__(self, kvikio, compat):
+        self.kvikio, self.compat = kvikio, compat
+
+    def mode(self):
+        return "kvikio, " + ("compatibility mode" if self.compat else "cuFile")
+
+    def open(self, path):
+        f = self.kvikio.CuFile(path, "r")
+
+        class _File:
+            def read(self, view, cache_offset):
+                f.pread(view, view.numel(), cache_offset).get()
+
+            def close(self):
+                f.close()
+        return _File()
+
+
+def _kvikio_backend(force):
+    try:
+        import kvikio
+        import kvikio.defaults
+    except ImportError:
+        return None
+    compat = True
+    for probe in ("is_compat_mode_preferred", "compat_mode"):
+        f = getattr(kvikio.defaults, probe, None)
+        if f is not None:
+            compat = bool(f())
+            break
+    if compat and not force:
+        return None  # a POSIX read and a copy: the staged path is as fast
+    return _KvikioBackend(kvikio, compat)
+
+
+class _CuFileBackend:
+    def __init__(self, driver):
+        self.driver = driver
+
+    def mode(self):
+        return "cuFile " + self.driver.mode()
+
+    def open(self, path):
+        f = self.driver.open(path)
+
+        class _File:
+            def read(self, view, cache_offset):
+                n = f.pread(view.data_ptr(), view.numel(), cache_offset)
+                if n != view.numel():
+                    raise OSError(errno.EIO, "cuFile read %d of %d bytes at %d" % (n, view.numel(), cache_offset))
+
+            def close(self):
+                f.close()
+        return _File()
+
+
+def _cufile_backend(force):
+    try:
+        import shardfs_cufile
+    except ImportError:  # shardfs_gds.py copied without its neighbour
+        return None
+
+    if not force and not shardfs_cufile.nvfs_loaded():
+        return None  # compatibility mode: the staged path is as fast
+    try:
+        driver = shardfs_cufile.CuFile()
+    except OSError:
+        return None
+    if not driver.gds and not force:
+        return None
+    return _CuFileBackend(driver)
 
 
 def _is_torch(x):

@@ -234,10 +234,32 @@ class Suite:
         expect_errno(errno.ENOENT, stale.drop)
         expect_errno(errno.ERANGE, self.client.lease, self.big, len(data), 1)
 
+    @check("direct path: chosen only with real GDS; a missing libcufile is a clean ENOENT")
+    def direct_choice(self):
+        import shardfs_cufile
+
+        try:
+            import kvikio  # noqa: F401
+            has_kvikio = True
+        except ImportError:
+            has_kvikio = False
+        with gds.Client(self.mount, buffer_size=0) as c:
+            mode = c.direct_mode()
+            if not has_kvikio and not shardfs_cufile.nvfs_loaded():
+                assert mode is None, "direct path %r chosen without nvidia-fs or kvikio" % mode
+        with gds.Client(self.mount, buffer_size=0, direct=False) as c:
+            assert c.direct_mode() is None
+        try:
+            shardfs_cufile.CuFile(candidates=[os.path.join(self.source, "no-such-libcufile.so")])
+        except OSError as e:
+            assert e.errno == errno.ENOENT and "no-such-libcufile.so" in str(e), e
+        else:
+            raise AssertionError("a missing libcufile loaded")
+
     def run(self):
         for t in (self.capabilities, self.read_bytes, self.read_fd, self.read_into, self.read_range_errors,
                   self.buffer_errors, self.register_errors, self.other_uid, self.malformed, self.lease,
-                  self.still_serves):
+                  self.direct_choice, self.still_serves):
             t()
         self.client.close()
 

@@ -1,0 +1,112 @@
+package cache
+
+import (
+	"bytes"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+)
+
+func TestBlocksAreReadConcurrentlyWithinABound(t *testing.T) {
+	var (
+		mu                sync.Mutex
+		seen              = map[int64]int{}
+		inFlight, maxSeen atomic.Int64
+	)
+	ok := readBlocksConcurrently(3, 40, func(index int64) bool {
+		n := inFlight.Add(1)
+		for {
+			m := maxSeen.Load()
+			if n <= m || maxSeen.CompareAndSwap(m, n) {
+				break
+			}
+		}
+		time.Sleep(time.Millisecond) // let the others pile up
+		mu.Lock()
+		seen[index]++
+		mu.Unlock()
+		inFlight.Add(-1)
+		return true
+	})
+	if !ok {
+		t.Fatal("every block read, but the read failed")
+	}
+	for i := int64(3); i <= 40; i++ {
+		if seen[i] != 1 {
+			t.Fatalf("block %d read %d times, want once (all: %v)", i, seen[i], seen)
+		}
+	}
+	if len(seen) != 38 {
+		t.Fatalf("read %d blocks, want 38: %v", len(seen), seen)
+	}
+	if m := maxSeen.Load(); m < 2 || m > ringReadsInFlight {
+		t.Fatalf("at most %d blocks in flight, want 2..%d", m, ringReadsInFlight)
+	}
+}
+
+func TestAFailedBlockFailsTheReadAfterTheOthersReturn(t *testing.T) {
+	var started, finished atomic.Int64
+	ok := readBlocksConcurrently(0, 1000, func(index int64) bool {
+		started.Add(1)
+		defer finished.Add(1)
+		time.Sleep(time.Millisecond)
+		return index != 5
+	})
+	if ok {
+		t.Fatal("block 5 failed, but the read succeeded")
+	}
+	if s, f := started.Load(), finished.Load(); s != f {
+		t.Fatalf("returned with %d of %d block reads still running", s-f, s)
+	}
+	if s := started.Load(); s > 5+2*ringReadsInFlight {
+		t.Fatalf("%d blocks started after block 5 failed; want no more than a window's worth", s)
+	}
+}
+
+func TestOneShotReadsFillFreeRAMAndEvictNothing(t *testing.T) {
+	o := newTestObject("oneshot.tar", 6*testBlock)
+	cfg := ringConfig(t.TempDir(), 32)
+	cfg.MemorySize = 4 * testBlock
+	c := openCache(t, cfg)
+	c.PutAhead(o.obj, 0, o.data) // the ring alone holds it
+	inRAM := func() (n int) {
+		c.ram.settle()
+		for i := range int64(6) {
+			if _, ok := c.MemBlock(o.obj, i); ok {
+				n++
+			}
+		}
+		return n
+	}
+
+	p := alignedBuffer(int(o.obj.Size))
+	if n, ok := c.ReadAt(o.obj, p, 0); !ok || n != len(o.data) || !bytes.Equal(p, o.data) {
+		t.Fatalf("ReadAt = %d, %v, or wrong bytes", n, ok)
+	}
+	if n := inRAM(); n != 0 {
+		t.Fatalf("ReadAt put %d blocks in RAM; it promotes nothing", n)
+	}
+
+	// Two blocks' room taken by another object, the rest by the read.
+	other := newTestObject("other.tar", 2*testBlock)
+	other.putAll(c, 1)
+	c.ram.settle()
+	shifted := make([]byte, len(o.data)+1)[1:] // the bounce-buffer way too
+	for _, dst := range [][]byte{p, shifted} {
+		if n, ok := c.ReadAtPromoting(o.obj, dst, 0); !ok || n != len(o.data) || !bytes.Equal(dst, o.data) {
+			t.Fatalf("ReadAtPromoting = %d, %v, or wrong bytes", n, ok)
+		}
+	}
+	if n := inRAM(); n != 2 {
+		t.Fatalf("%d blocks promoted into a RAM tier with room for 2", n)
+	}
+	for i := range int64(2) {
+		if _, ok := c.MemBlock(other.obj, i); !ok {
+			t.Fatalf("block %d of another object was evicted for a one-shot read", i)
+		}
+	}
+	if _, ok := c.ReadAtPromoting(o.obj, p[:testBlock], 0); !ok {
+		t.Fatal("a read served from RAM failed")
+	}
+}

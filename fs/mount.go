@@ -58,7 +58,9 @@ func Mount(dir string, root *Root, k KernelOptions) (*fuse.Server, error) {
 			// Reads are served from memory; splicing 1 MiB plus a header
 			// overflows the default pipe and only falls back to a copy.
 			DisableSplice: true,
-			Logger:        slog.NewLogLogger(root.m.opts.Log.Handler(), slog.LevelDebug),
+			// At info: --debug-fuse asks for every request whatever the
+			// --log-level, and go-fuse's own warnings come this way too.
+			Logger: slog.NewLogLogger(root.m.opts.Log.Handler(), slog.LevelInfo),
 			// The mount is read-only by contract, but "ro" would make the
 			// kernel refuse writes to /.shardfs/hints too; every node
 			// answers EROFS itself instead.

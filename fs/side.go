@@ -146,8 +146,17 @@ func (f *hintsFile) Getattr(ctx context.Context, fh gofs.FileHandle, out *fuse.A
 	return 0
 }
 
-// Setattr accepts the truncation that `echo path > hints` asks for.
+// hintsAttrChanges are the SETATTR fields that would change the hints
+// file's mode, owner or times: the mount's, like every other file's.
+const hintsAttrChanges = fuse.FATTR_MODE | fuse.FATTR_UID | fuse.FATTR_GID | fuse.FATTR_ATIME |
+	fuse.FATTR_MTIME | fuse.FATTR_ATIME_NOW | fuse.FATTR_MTIME_NOW | fuse.FATTR_CTIME
+
+// Setattr accepts the truncation to 0 that `echo path > hints` asks for,
+// and refuses every other change with EROFS.
 func (f *hintsFile) Setattr(ctx context.Context, fh gofs.FileHandle, in *fuse.SetAttrIn, out *fuse.AttrOut) syscall.Errno {
+	if size, ok := in.GetSize(); in.Valid&hintsAttrChanges != 0 || ok && size != 0 {
+		return syscall.EROFS
+	}
 	return f.Getattr(ctx, fh, out)
 }
 

@@ -94,11 +94,14 @@ func TestMountHelp(t *testing.T) {
 		t.Fatalf("shardfs mount --help: exit %d, %v\n%s", r.code, r.err, r.stderr)
 	}
 	help := r.stdout + r.stderr
-	for _, flag := range []string{"foreground", "endpoint-url", "region", "profile", "force-path-style",
-		"log-file", "cache-dir", "cache-size", "memory-cache-size", "block-size", "part-size",
-		"max-prefetch", "prefetch-memory", "prefetch-next", "metrics-addr"} {
-		if !regexp.MustCompile(`--` + flag + `\b`).MatchString(help) {
-			t.Errorf("mount --help does not mention --%s", flag)
+	for _, flag := range []string{"allow-other", "debug-fuse", "foreground", "gid", "log-file", "log-level",
+		"manifest", "metrics-addr", "uid", "block-size", "cache-dir", "cache-size", "memory-cache-size",
+		"max-background", "read-ahead-kb", "max-concurrency", "max-prefetch", "part-size", "prefetch-memory",
+		"prefetch-next", "endpoint-url", "force-path-style", "profile", "region", "retry-timeout",
+		"stall-timeout"} {
+		// "--flag value   an explanation of a few words ..."
+		if !regexp.MustCompile(`(?m)^\s+--` + flag + `\b[^\n]*\s{2,}\S+( \S+){3,}`).MatchString(help) {
+			t.Errorf("mount --help does not explain --%s", flag)
 		}
 		env := "SHARDFS_" + strings.ToUpper(strings.ReplaceAll(flag, "-", "_"))
 		if !strings.Contains(help, env) {
@@ -109,7 +112,8 @@ func TestMountHelp(t *testing.T) {
 
 func TestVersion(t *testing.T) {
 	r := runShardfs(e2e.env(), time.Minute, "version")
-	if r.err != nil || r.code != 0 || strings.TrimSpace(r.stdout) == "" {
+	// "shardfs v1.2.3 go1.26.1", "shardfs (devel) (0123456789ab) go1.26.1"
+	if r.err != nil || r.code != 0 || !regexp.MustCompile(`^shardfs \S+( \([0-9a-f]{12}\))? go1\.\d+\S*\n$`).MatchString(r.stdout) {
 		t.Errorf("shardfs version: exit %d, %v, stdout %q", r.code, r.err, r.stdout)
 	}
 }

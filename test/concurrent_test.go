@@ -54,16 +54,29 @@ func readConcurrently(t *testing.T, m *fgMount, objs []object, chunks []int) {
 	}
 }
 
+// sources are the two kinds of SOURCE, each holding the data set.
+func sources() map[string]string {
+	return map[string]string{"s3": e2e.source(), "local": e2e.data}
+}
+
 func TestTwoReadersOfOneFile(t *testing.T) {
-	m := mountShardfs(t, e2e.source())
-	large, _ := lookup(e2e.objects, largeKey)
-	// Different read sizes put the two readers at different offsets.
-	readConcurrently(t, m, []object{large, large}, []int{1 << 20, 100_000})
+	for name, source := range sources() {
+		t.Run(name, func(t *testing.T) {
+			m := mountShardfs(t, source)
+			large, _ := lookup(e2e.objects, largeKey)
+			// Different read sizes put the two readers at different offsets.
+			readConcurrently(t, m, []object{large, large}, []int{1 << 20, 100_000})
+		})
+	}
 }
 
 func TestEightReadersOfEightFiles(t *testing.T) {
-	m := mountShardfs(t, e2e.source())
-	shards := e2e.smallShards()[:8]
-	chunks := []int{4096, 1 << 20, 65536, 131072, 12345, 1 << 20, 32768, 777}
-	readConcurrently(t, m, shards, chunks)
+	for name, source := range sources() {
+		t.Run(name, func(t *testing.T) {
+			m := mountShardfs(t, source)
+			shards := e2e.smallShards()[:8]
+			chunks := []int{4096, 1 << 20, 65536, 131072, 12345, 1 << 20, 32768, 777}
+			readConcurrently(t, m, shards, chunks)
+		})
+	}
 }

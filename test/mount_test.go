@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -81,7 +82,29 @@ func startMount(t *testing.T, dir string, argv, env []string) *fgMount {
 	if err := waitMountState(dir, true, m.exited, mountTimeout); err != nil {
 		t.Fatalf("shardfs %s: %v\noutput:\n%s", strings.Join(argv, " "), err, m.output.String())
 	}
+	// The kernel lists the mount before the daemon has set it up (the
+	// read-ahead of its bdi, which a file opened earlier never sees): the
+	// mount is ready when the daemon logs so.
+	if err := m.waitLogged("msg=mounted", mountTimeout); err != nil {
+		t.Fatalf("shardfs %s: %v\noutput:\n%s", strings.Join(argv, " "), err, m.output.String())
+	}
 	return m
+}
+
+// waitLogged waits until the mount's output holds text.
+func (m *fgMount) waitLogged(text string, timeout time.Duration) error {
+	deadline := time.Now().Add(timeout)
+	for !strings.Contains(m.output.String(), text) {
+		select {
+		case <-m.exited:
+			return fmt.Errorf("shardfs exited before it logged %q", text)
+		case <-time.After(10 * time.Millisecond):
+		}
+		if time.Now().After(deadline) {
+			return fmt.Errorf("%q not logged after %v", text, timeout)
+		}
+	}
+	return nil
 }
 
 // stop sends SIGTERM and checks that shardfs unmounts and exits cleanly.

@@ -46,7 +46,8 @@ func checkWritesFail(t *testing.T, mnt string) {
 	// The mount is not flagged "ro" to the kernel: a loader must be able to
 	// write its schedule into /.shardfs/hints. Every other write is refused
 	// by the daemon with EROFS, checked below.
-	if err := os.WriteFile(filepath.Join(mnt, ".shardfs", "hints"), []byte("shard-000001.tar\n"), 0); err != nil {
+	hints := filepath.Join(mnt, ".shardfs", "hints")
+	if err := os.WriteFile(hints, []byte("shard-000001.tar\n"), 0); err != nil {
 		t.Errorf("writing the hints file: %v", err)
 	}
 	file := filepath.Join(mnt, "shard-000000.tar")
@@ -91,6 +92,12 @@ func checkWritesFail(t *testing.T, mnt string) {
 		{"mknod", func() error { return syscall.Mknod(newPath, syscall.S_IFIFO|0o644, 0) }},
 		{"setxattr", func() error { return unix.Setxattr(file, "user.shardfs", []byte("x"), 0) }},
 		{"removexattr", func() error { return unix.Removexattr(file, "user.shardfs") }},
+		// The hints file takes writes, and nothing else.
+		{"chmod hints", func() error { return os.Chmod(hints, 0o600) }},
+		{"chown hints", func() error { return os.Lchown(hints, 1, 1) }},
+		{"utimes hints", func() error { return os.Chtimes(hints, time.Unix(1, 0), time.Unix(1, 0)) }},
+		{"truncate hints to 10", func() error { return os.Truncate(hints, 10) }},
+		{"unlink hints", func() error { return os.Remove(hints) }},
 	}
 	for _, o := range ops {
 		if err := o.op(); !errors.Is(err, syscall.EROFS) {

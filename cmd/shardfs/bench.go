@@ -26,7 +26,7 @@ func benchCommand() *cli.Command {
 	direct = append(direct,
 		&cli.StringFlag{Name: "part-size", Value: "8MiB", Usage: "size of each ranged GET of the sequential workload", EnvVars: env("part-size")},
 		&cli.IntFlag{Name: "concurrency", Value: 16, Usage: "parallel ranged GETs of the sequential workload", EnvVars: env("bench-concurrency")},
-		&cli.IntFlag{Name: "max-concurrency", Value: 64, Hidden: true},
+		&cli.IntFlag{Name: "max-concurrency", Value: 64, Hidden: true, EnvVars: env("max-concurrency")},
 	)
 	files := append(benchFlags(),
 		&cli.StringFlag{Name: "read-size", Value: "1MiB", Usage: "size of each read(2) of the sequential workload", EnvVars: env("bench-read-size")},

@@ -26,7 +26,7 @@ func warmCommand() *cli.Command {
 		&cli.StringFlag{Name: "include", Usage: "only keys matching this glob (e.g. 'train/*.tar')", EnvVars: env("include")},
 		&cli.IntFlag{Name: "concurrency", Value: 32, Usage: "parallel part GETs", EnvVars: env("concurrency")},
 		&cli.StringFlag{Name: "part-size", Value: "8MiB", Usage: "size of each ranged GET (a multiple of --block-size)", EnvVars: env("part-size")},
-		&cli.IntFlag{Name: "max-concurrency", Value: 64, Hidden: true},
+		&cli.IntFlag{Name: "max-concurrency", Value: 64, Hidden: true, EnvVars: env("max-concurrency")},
 	}
 	flags = append(flags, s3Flags()...)
 	flags = append(flags, cacheFlags()...)

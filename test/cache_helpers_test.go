@@ -18,23 +18,34 @@ import (
 	"time"
 )
 
-// mountStats reads MNT/.shardfs/stats and returns each series by name
-// (without the shardfs_ prefix), summed over its labels.
-func mountStats(t *testing.T, mnt string) map[string]float64 {
+// statSample is one series of MNT/.shardfs/stats; Count is set for
+// histograms.
+type statSample struct {
+	Name  string  `json:"name"`
+	Value float64 `json:"value"`
+	Count int64   `json:"count"`
+}
+
+// statSamples reads MNT/.shardfs/stats.
+func statSamples(t *testing.T, mnt string) []statSample {
 	t.Helper()
 	raw, err := os.ReadFile(filepath.Join(mnt, ".shardfs", "stats"))
 	if err != nil {
 		t.Fatalf("read the stats of %s: %v", mnt, err)
 	}
-	var samples []struct {
-		Name  string  `json:"name"`
-		Value float64 `json:"value"`
-	}
+	var samples []statSample
 	if err := json.Unmarshal(raw, &samples); err != nil {
 		t.Fatalf("%s/.shardfs/stats is not JSON: %v", mnt, err)
 	}
+	return samples
+}
+
+// mountStats reads MNT/.shardfs/stats and returns each series by name
+// (without the shardfs_ prefix), summed over its labels.
+func mountStats(t *testing.T, mnt string) map[string]float64 {
+	t.Helper()
 	out := map[string]float64{}
-	for _, s := range samples {
+	for _, s := range statSamples(t, mnt) {
 		out[strings.TrimPrefix(s.Name, "shardfs_")] += s.Value
 	}
 	return out

@@ -1,9 +1,7 @@
 package test
 
 import (
-	"encoding/json"
 	"os"
-	"path/filepath"
 	"regexp"
 	"testing"
 )
@@ -63,19 +61,7 @@ func TestKernelSettingsForStreaming(t *testing.T) {
 // bytes, from MNT/.shardfs/stats.
 func readRequests(t *testing.T, mnt string) (n, bytes int64) {
 	t.Helper()
-	raw, err := os.ReadFile(filepath.Join(mnt, ".shardfs", "stats"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	var samples []struct {
-		Name  string  `json:"name"`
-		Value float64 `json:"value"`
-		Count int64   `json:"count"`
-	}
-	if err := json.Unmarshal(raw, &samples); err != nil {
-		t.Fatal(err)
-	}
-	for _, s := range samples {
+	for _, s := range statSamples(t, mnt) {
 		switch s.Name {
 		case "shardfs_read_seconds":
 			n += s.Count

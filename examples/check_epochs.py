@@ -22,9 +22,7 @@ from collections import Counter
 
 from torch.utils.data import DataLoader
 
-sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from mapstyle import TarIndexDataset  # noqa: E402
-from webdataset import TarShards  # noqa: E402
+from shardfs import TarIndexDataset, TarShards
 
 KEEP = 10  # problems reported per kind and epoch
 

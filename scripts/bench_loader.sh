@@ -14,6 +14,7 @@ set -euo pipefail
 # shellcheck source=scripts/lib.sh
 source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
 cd "$SHARDFS_ROOT"
+shardfs_python_env "$SYS_PYTHON"
 
 SHARDS=${BENCH_SHARDS:-48}
 SAMPLES=${BENCH_SAMPLES:-64}
@@ -129,7 +130,7 @@ cold_down() {
 	rm -rf "$BENCH/cache-cold-$cold_n"
 }
 if [ "$DATASET" = map ]; then # the index scan would warm the cache: build it on a throwaway mount
-	cold_up && "$SYS_PYTHON" -c 'import sys; sys.path.insert(0, "examples"); import mapstyle; mapstyle.TarIndexDataset(sys.argv[1], sys.argv[2])' "$MNT" "$BENCH/index-cold.json" && cold_down
+	cold_up && "$SYS_PYTHON" -c 'import sys, shardfs; shardfs.TarIndexDataset(sys.argv[1], sys.argv[2])' "$MNT" "$BENCH/index-cold.json" && cold_down
 fi
 COLD=$(runs cold cold_up cold_down "$MNT")
 

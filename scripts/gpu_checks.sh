@@ -11,7 +11,8 @@
 # Environment:
 #   SHARDFS_BIN        a built shardfs (default: build bin/shardfs with go)
 #   PYTHON             interpreter with numpy, and torch for the GPU sections
-#                      (default: the first of python3, /usr/bin/python3 that has torch)
+#                      (default: the first of python3, /usr/bin/python3 that has torch);
+#                      the shardfs package is its installed copy, else python/ here
 #   GPU_CHECKS_LARGE   size of the large shard the benchmark reads (default 512M)
 #   GPU_CHECKS_SECONDS seconds of each throughput row (default 3)
 #   GPU_CHECKS_DIR     work directory, on a disk that takes O_DIRECT
@@ -55,6 +56,7 @@ if [ -z "$BIN" ]; then
 	go build -o "$BIN" ./cmd/shardfs
 fi
 PY=$(pick_python)
+shardfs_python_env "$PY"
 
 FAILED=()
 cleanup() {

@@ -14,6 +14,9 @@ TOXIPROXY_VERSION=v2.12.0
 
 # Debian's interpreter: it is the one python3-torch and python3-numpy install into.
 SYS_PYTHON=/usr/bin/python3
+# The virtual environment scripts/test.sh installs the shardfs Python package
+# into (made with --system-site-packages, so Debian's torch and numpy are seen).
+VENV_DIR=$WORK_DIR/venv
 
 # Fixed credentials of the throwaway test MinIO. Never used anywhere else.
 TEST_ACCESS_KEY=shardfs-test
@@ -64,4 +67,20 @@ is_mounted() { grep -qF " $1 " /proc/self/mountinfo; }
 unmount_quietly() {
 	is_mounted "$2" || return 0
 	"$1" unmount "$2" 2>/dev/null || fusermount3 -u -z "$2" 2>/dev/null || true
+}
+
+# install_python_package makes $VENV_DIR (once) and installs python/ into it,
+# offline: setuptools comes from Debian, nothing from a package index.
+install_python_package() {
+	[ -x "$VENV_DIR/bin/python" ] || "$SYS_PYTHON" -m venv --system-site-packages "$VENV_DIR"
+	"$VENV_DIR/bin/pip" install --quiet --no-build-isolation --no-index --force-reinstall "$SHARDFS_ROOT/python"
+}
+
+# shardfs_python_env PY: scripts that import the shardfs package run PY with
+# its installed copy, or with python/ of this checkout on PYTHONPATH when PY
+# has none.
+shardfs_python_env() {
+	if ! "$1" -c 'import shardfs' 2>/dev/null; then
+		export PYTHONPATH=$SHARDFS_ROOT/python${PYTHONPATH:+:$PYTHONPATH}
+	fi
 }

@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
-# Installs the test dependencies, then runs every check and every test:
-# gofmt, go vet, go build, the unit and end-to-end tests under the race
-# detector, and once more with GOMAXPROCS=1. Runs all steps, prints a summary,
-# and exits non-zero when any step failed.
+# Installs the test dependencies, then runs every check and every test: the
+# Python package installed and its tests, gofmt, go vet, go build, the unit
+# and end-to-end tests under the race detector, and once more with
+# GOMAXPROCS=1. Runs all steps, prints a summary, and exits non-zero when any
+# step failed.
 #   bash scripts/test.sh            (extra `go test` flags: GO_TEST_FLAGS="-run X -v")
 set -euo pipefail
 # shellcheck source=scripts/lib.sh
@@ -33,7 +34,17 @@ gofmt_clean() {
 	[ -z "$files" ] || { printf 'not gofmt-ed:\n%s\n' "$files"; return 1; }
 }
 
+# The Python package is installed into $VENV_DIR and its tests import that
+# copy (run from outside the checkout); the end-to-end tests' Python scripts
+# use it too, through SHARDFS_PYTHON.
+python_package() {
+	install_python_package || return 1
+	(cd / && SHARDFS_PACKAGE_SOURCE=$SHARDFS_ROOT/python "$VENV_DIR/bin/python" -m unittest discover -s "$SHARDFS_ROOT/python/tests" -t "$SHARDFS_ROOT/python/tests")
+}
+export SHARDFS_PYTHON=$VENV_DIR/bin/python
+
 # shellcheck disable=SC2086
+run_step "python package" python_package
 run_step "gofmt" gofmt_clean
 run_step "go vet" go vet ./...
 run_step "go build" go build ./...

@@ -3,7 +3,6 @@ package test
 import (
 	"crypto/rand"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"regexp"
 	"testing"
@@ -27,8 +26,8 @@ func TestGDSClientThroughMount(t *testing.T) {
 		}
 	}
 	m := mountShardfs(t, src, "--cache-dir", t.TempDir(), "--cache-size", "64MiB")
-	cmd := exec.Command("/usr/bin/python3", filepath.Join(e2e.root, "gds/python/test_client.py"), "--mount", m.dir, "--source", src)
-	cmd.Env = append(os.Environ(), "PYTHONDONTWRITEBYTECODE=1")
+	cmd := pythonCmd(filepath.Join(e2e.root, "gds/python/test_client.py"), "--mount", m.dir, "--source", src)
+	cmd.Env = append(cmd.Env, "PYTHONDONTWRITEBYTECODE=1")
 	out, err := cmd.CombinedOutput()
 	t.Logf("test_client.py:\n%s", out)
 	if err != nil {

@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"os/exec"
 	"path"
 	"path/filepath"
 	"strconv"
@@ -72,7 +71,7 @@ func samplesPerShard(t *testing.T) map[string]int {
 func runCheckEpochs(t *testing.T, dir string, args ...string) loaderResult {
 	t.Helper()
 	script := filepath.Join(e2e.root, "examples", "check_epochs.py")
-	cmd := exec.Command(sysPython, append([]string{script, dir}, args...)...)
+	cmd := pythonCmd(append([]string{script, dir}, args...)...)
 	out, err := cmd.CombinedOutput()
 	var res loaderResult
 	i := strings.LastIndex(string(out), "RESULT ")

@@ -34,6 +34,10 @@ func checkPrerequisites(root string) error {
 		missing = append(missing, fmt.Sprintf("python3-torch and python3-numpy for %s (run scripts/install-deps.sh): %s",
 			sysPython, strings.TrimSpace(lastLine(string(out)))))
 	}
+	if out, err := pythonCmdAt(root, "-c", "import shardfs").CombinedOutput(); err != nil {
+		missing = append(missing, fmt.Sprintf("the shardfs Python package (pip install --no-build-isolation ./python, or SHARDFS_PYTHON unset): %s",
+			strings.TrimSpace(lastLine(string(out)))))
+	}
 	if len(missing) > 0 {
 		return errors.New("missing prerequisites:\n  " + strings.Join(missing, "\n  "))
 	}

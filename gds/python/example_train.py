@@ -13,8 +13,7 @@ import os
 import sys
 import time
 
-sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-import shardfs_gds as gds  # noqa: E402
+import shardfs.gpu as gds
 
 
 def shards(mount):

@@ -24,8 +24,7 @@ import time
 
 import numpy as np
 
-sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-import shardfs_gds as gds  # noqa: E402
+import shardfs.gpu as gds
 
 
 def size_arg(s):

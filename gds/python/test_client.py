@@ -16,8 +16,7 @@ import traceback
 
 import numpy as np
 
-sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-import shardfs_gds as gds  # noqa: E402
+import shardfs.gpu as gds
 
 RESULTS = {"passed": 0, "failed": 0, "skipped": 0}
 
@@ -236,7 +235,7 @@ class Suite:
 
     @check("direct path: chosen only with real GDS; a missing libcufile is a clean ENOENT")
     def direct_choice(self):
-        import shardfs_cufile
+        import shardfs.cufile as shardfs_cufile
 
         try:
             import kvikio  # noqa: F401

@@ -12,7 +12,7 @@ straight into GPU memory (direct path).
 
 Only the standard library and numpy are required; torch is used when dst is
 a torch tensor. The direct path reads through kvikio when it is installed,
-else through libcufile itself (shardfs_cufile.py, ctypes).
+else through libcufile itself (shardfs.cufile, ctypes).
 
 The ABI (gds/abi.go is the reference): restricted ioctls of type 0xBD on the
 ctl file /.shardfs/ctl (path in the struct) or on a shard's fd (path
@@ -420,10 +420,7 @@ class _CuFileBackend:
 
 
 def _cufile_backend(force):
-    try:
-        import shardfs_cufile
-    except ImportError:  # shardfs_gds.py copied without its neighbour
-        return None
+    from . import cufile as shardfs_cufile
 
     if not force and not shardfs_cufile.nvfs_loaded():
         return None  # compatibility mode: the staged path is as fast

@@ -10,9 +10,10 @@ sequential read per shard, the pattern a shardfs mount reads ahead for.
 On a shardfs mount the dataset also writes the shards it is about to open to
 MNT/.shardfs/hints, so the mount fetches the next shard while the current one
 is being decoded. On any other directory the hints are simply skipped.
+Without torch installed it is a plain iterable (one process, no workers).
 
     from torch.utils.data import DataLoader
-    from webdataset import TarShards
+    from shardfs import TarShards
     loader = DataLoader(TarShards("/mnt/wds"), batch_size=None, num_workers=4)
     for sample in loader:
         sample["__key__"], sample["cls"], sample["jpg"], sample["json"]
@@ -23,9 +24,15 @@ import os
 import random
 import tarfile
 
-from torch.utils.data import IterableDataset, get_worker_info
+from .hints import Hints
 
-HINTS = os.path.join(".shardfs", "hints")
+try:
+    from torch.utils.data import IterableDataset, get_worker_info
+except ImportError:  # torch is optional: without it the dataset is a plain iterable
+    IterableDataset = object
+
+    def get_worker_info():
+        return None
 
 
 def find_shards(root):
@@ -54,45 +61,6 @@ def split_key(name):
     directory, _, base = name.rpartition("/")
     stem, _, ext = base.partition(".")
     return (directory + "/" + stem if directory else stem), ext
-
-
-def hints_file(path):
-    """Returns MNT/.shardfs/hints for the shardfs mount holding path, or None."""
-    d = os.path.dirname(os.path.abspath(path))
-    while True:
-        candidate = os.path.join(d, HINTS)
-        if os.path.exists(candidate):
-            return candidate
-        parent = os.path.dirname(d)
-        if parent == d:
-            return None
-        d = parent
-
-
-class Hints:
-    """Tells a shardfs mount which shards this worker opens next, a few at a time."""
-
-    def __init__(self, shards, lookahead):
-        self.shards = shards
-        self.lookahead = lookahead
-        self.sent = 0
-        self.path = hints_file(shards[0]) if shards and lookahead > 0 else None
-
-    def advance(self, current):
-        """Called before opening shards[current]: keeps `lookahead` shards announced."""
-        if self.path is None:
-            return
-        upto = min(len(self.shards), current + 1 + self.lookahead)
-        if upto <= self.sent:
-            return
-        root = os.path.dirname(os.path.dirname(self.path))
-        lines = "".join(os.path.relpath(s, root) + "\n" for s in self.shards[max(self.sent, current + 1):upto])
-        self.sent = upto
-        try:
-            with open(self.path, "w") as f:
-                f.write(lines)
-        except OSError:
-            self.path = None  # a read-only or foreign mount: hints are only an optimization
 
 
 class TarShards(IterableDataset):

@@ -7,7 +7,7 @@ sampler: shuffling, DistributedSampler for ranks, a plain DataLoader. On a
 shardfs mount a random pread fetches only the cache blocks it touches.
 
     from torch.utils.data import DataLoader
-    from mapstyle import TarIndexDataset
+    from shardfs import TarIndexDataset
     ds = TarIndexDataset("/mnt/wds", index_path="/tmp/wds.index.json")
     loader = DataLoader(ds, batch_size=None, shuffle=True, num_workers=4)
 
@@ -19,9 +19,12 @@ import json
 import os
 import tarfile
 
-from torch.utils.data import Dataset
+from .iterable import decode_member, find_shards, split_key
 
-from webdataset import decode_member, find_shards, split_key
+try:
+    from torch.utils.data import Dataset
+except ImportError:  # torch is optional: without it the dataset is a plain sequence
+    Dataset = object
 
 
 def index_shard(path):

@@ -1,0 +1,56 @@
+"""Python side of shardfs, a read-only FUSE mount of training shards.
+
+Public names (stable; each also importable from its module):
+
+    TarShards         shardfs.iterable  WebDataset-style IterableDataset: shards split
+                                        across ranks and DataLoader workers, streamed
+    TarIndexDataset   shardfs.mapstyle  map-style Dataset: tar headers indexed once,
+                                        samples read with os.pread
+    build_index, index_shard, find_shards, split_key, decode_member
+                                        the pieces both datasets are made of
+    Hints, write_hints shardfs.hints    tell a mount which shards are read next
+    find_mount, side_files, SideFiles, read_stats, capabilities
+                      shardfs.mount     the mount holding a path and its /.shardfs files
+    Client            shardfs.gpu       the GPU side interface: read_into(dst, path,
+                                        offset, length) into numpy arrays, pinned or
+                                        CUDA torch tensors (needs numpy)
+
+Only the standard library is required. torch is used when installed (the
+datasets are then torch Datasets; without it they are plain iterables and
+sequences); numpy is needed by shardfs.gpu alone. The datasets and the GPU
+client are imported on first use, so `import shardfs` is cheap.
+"""
+
+from .hints import Hints, write_hints
+from .mount import SideFiles, capabilities, find_mount, read_stats, side_files
+
+__version__ = "0.1.0"
+
+_LAZY = {
+    "TarShards": "iterable",
+    "find_shards": "iterable",
+    "split_key": "iterable",
+    "decode_member": "iterable",
+    "TarIndexDataset": "mapstyle",
+    "build_index": "mapstyle",
+    "index_shard": "mapstyle",
+    "Client": "gpu",
+}
+
+__all__ = ["Hints", "write_hints", "SideFiles", "capabilities", "find_mount", "read_stats", "side_files",
+           *_LAZY]
+
+
+def __getattr__(name):
+    module = _LAZY.get(name)
+    if module is None:
+        raise AttributeError("module 'shardfs' has no attribute %r" % name)
+    from importlib import import_module
+
+    value = getattr(import_module("." + module, __name__), name)
+    globals()[name] = value
+    return value
+
+
+def __dir__():
+    return sorted(set(globals()) | set(_LAZY))

@@ -1,0 +1,94 @@
+"""TarShards and TarIndexDataset over shards written here: every sample once, bytes equal."""
+
+import os
+import tempfile
+import unittest
+
+import shardfs
+from helpers import fake_mount, make_shards
+
+try:
+    import torch
+    from torch.utils.data import DataLoader
+except ImportError:
+    torch = None
+
+
+class DatasetsTest(unittest.TestCase):
+    @classmethod
+    def setUpClass(cls):
+        cls.tmp = tempfile.TemporaryDirectory()
+        cls.root = cls.tmp.name
+        cls.want = make_shards(cls.root, n_shards=6, per_shard=5)
+
+    @classmethod
+    def tearDownClass(cls):
+        cls.tmp.cleanup()
+
+    def check(self, samples):
+        got = {}
+        for s in samples:
+            ident = (os.path.relpath(s["__shard__"], self.root), s["__key__"])
+            self.assertNotIn(ident, got, "sample seen twice")
+            self.assertEqual(s["json"]["key"], s["__key__"])
+            self.assertIsInstance(s["cls"], int)
+            got[ident] = bytes(s["jpg"])
+        self.assertEqual(sorted(got), sorted(self.want))
+        for ident, jpg in got.items():
+            self.assertEqual(jpg, self.want[ident], "bytes of %s differ" % (ident,))
+
+    def test_find_shards_sorted_and_skips_side_dir(self):
+        with tempfile.TemporaryDirectory() as root:
+            want = make_shards(root, n_shards=3, per_shard=1)
+            fake_mount(root)
+            open(os.path.join(root, ".shardfs", "hidden.tar"), "w").close()
+            shards = shardfs.find_shards(root)
+            self.assertEqual([os.path.relpath(s, root) for s in shards], sorted({rel for rel, _ in want}))
+
+    def test_split_key(self):
+        self.assertEqual(shardfs.split_key("a/b/k001.seg.png"), ("a/b/k001", "seg.png"))
+        self.assertEqual(shardfs.split_key("k.jpg"), ("k", "jpg"))
+
+    def test_iterable_ranks_cover_everything_once(self):
+        samples = []
+        for rank in range(3):
+            samples += list(shardfs.TarShards(self.root, rank=rank, world_size=3, hint_lookahead=0))
+        self.check(samples)
+
+    def test_iterable_rank_out_of_range(self):
+        with self.assertRaisesRegex(ValueError, "rank 3 is not in"):
+            shardfs.TarShards(self.root, rank=3, world_size=3)
+
+    def test_iterable_shuffle_is_same_on_every_rank(self):
+        a = shardfs.TarShards(self.root, shuffle_seed=7)
+        b = shardfs.TarShards(self.root, shuffle_seed=7)
+        a.set_epoch(1)
+        b.set_epoch(1)
+        self.assertEqual(a.worker_shards(), b.worker_shards())
+        b.set_epoch(2)
+        self.assertNotEqual(a.worker_shards(), b.worker_shards())
+
+    @unittest.skipIf(torch is None, "torch not installed")
+    def test_iterable_dataloader_workers(self):
+        loader = DataLoader(shardfs.TarShards(self.root, hint_lookahead=0), batch_size=None, num_workers=2)
+        self.check(loader)
+
+    def test_map_style_saved_index(self):
+        index = os.path.join(self.root, "index.json")
+        ds = shardfs.TarIndexDataset(self.root, index_path=index)
+        self.assertEqual(len(ds), len(self.want))
+        self.check(ds[i] for i in range(len(ds)))
+        mtime = os.stat(index).st_mtime_ns
+        again = shardfs.TarIndexDataset(self.root, index_path=index)  # read back, not rebuilt
+        self.assertEqual(os.stat(index).st_mtime_ns, mtime)
+        self.check(again[i] for i in range(len(again)))
+        os.remove(index)
+
+    @unittest.skipIf(torch is None, "torch not installed")
+    def test_map_style_dataloader_shuffled(self):
+        ds = shardfs.TarIndexDataset(self.root)
+        self.check(DataLoader(ds, batch_size=None, shuffle=True, num_workers=2))
+
+
+if __name__ == "__main__":
+    unittest.main()

@@ -8,8 +8,9 @@ import (
 	"github.com/hanwen/go-fuse/v2/fuse"
 )
 
-// readOnly answers EROFS to every operation that would change the tree.
-// Nodes embed it; the mount is read-only always.
+// readOnly answers EROFS to every operation that would change the tree,
+// and tells the kernel the mount has no extended attributes. Nodes embed
+// it; the mount is read-only always.
 type readOnly struct{}
 
 var (
@@ -24,6 +25,8 @@ var (
 	_ = (gofs.NodeSetattrer)((*readOnly)(nil))
 	_ = (gofs.NodeSetxattrer)((*readOnly)(nil))
 	_ = (gofs.NodeRemovexattrer)((*readOnly)(nil))
+	_ = (gofs.NodeGetxattrer)((*readOnly)(nil))
+	_ = (gofs.NodeListxattrer)((*readOnly)(nil))
 )
 
 func (readOnly) Mkdir(ctx context.Context, name string, mode uint32, out *fuse.EntryOut) (*gofs.Inode, syscall.Errno) {
@@ -63,6 +66,21 @@ func (readOnly) Setxattr(ctx context.Context, attr string, data []byte, flags ui
 }
 
 func (readOnly) Removexattr(ctx context.Context, attr string) syscall.Errno { return syscall.EROFS }
+
+// Getxattr answers ENOSYS, which the kernel takes as "this filesystem has
+// no extended attributes": it remembers that for the life of the mount and
+// answers every later getxattr itself (EOPNOTSUPP, or ENODATA for an ACL).
+// Without it `ls -l` sent two requests per file to the daemon
+// (security.selinux and the POSIX ACL) on every run; see docs/BENCHMARKS.md.
+func (readOnly) Getxattr(ctx context.Context, attr string, dest []byte) (uint32, syscall.Errno) {
+	return 0, syscall.ENOSYS
+}
+
+// Listxattr answers ENOSYS for the same reason: cp -a, tar --xattrs and
+// rsync -X see EOPNOTSUPP and the kernel stops asking.
+func (readOnly) Listxattr(ctx context.Context, dest []byte) (uint32, syscall.Errno) {
+	return 0, syscall.ENOSYS
+}
 
 // writeFlags reports whether open flags ask for anything but reading.
 func writeFlags(flags uint32) bool {

@@ -17,7 +17,11 @@ import (
 
 func main() {
 	app := newApp()
-	if err := app.Run(hoistFlags(app, os.Args)); err != nil {
+	args, err := commandLine(app)
+	if err == nil {
+		err = app.Run(hoistFlags(app, args))
+	}
+	if err != nil {
 		// One line, naming the problem: scripts and people read the same.
 		msg := strings.ReplaceAll(err.Error(), "\n", " ")
 		fmt.Fprintln(os.Stderr, "shardfs: "+msg)

@@ -71,7 +71,9 @@ func (s *Server) lease(ctx context.Context, handle uint64, obj *store.Object, in
 		return nil, s.tooManyLeases()
 	}
 	off := int64(req.FileOffset)
-	n := min(int64(req.Length), o.Size-off, s.cfg.MaxLeaseBytes)
+	// Clipped in uint64: a length of 2^63 or more is a length to the end
+	// of the shard, never a negative one.
+	n := int64(min(req.Length, uint64(o.Size-off), uint64(s.cfg.MaxLeaseBytes)))
 	held, err := s.pinRange(ctx, o, off, n)
 	if err != nil {
 		return nil, err

@@ -255,3 +255,22 @@ func TestLeaseReplyTruncatesToItsSlots(t *testing.T) {
 		t.Errorf("%d pins released after Release, want 3", released)
 	}
 }
+
+// A length past int64 is a length to the end of the shard, like any other
+// length longer than the shard: clipped, never negative.
+func TestLeaseLengthPastInt64IsClipped(t *testing.T) {
+	f, _ := newRingFixture(t, Config{})
+	want := f.data[shard1]
+	for _, length := range []uint64{1 << 63, 1<<64 - 1, 1<<63 + 4096} {
+		r, errno := f.lease(1, nil, LeaseReq{Path: shard1, FileOffset: 4096, Length: length})
+		if errno != 0 {
+			t.Fatalf("lease of %d bytes: %v", length, errno)
+		}
+		if r.Covered == 0 || r.Covered > uint64(len(want))-4096 {
+			t.Fatalf("lease of %d bytes covers %d, want 1..%d", length, r.Covered, len(want)-4096)
+		}
+		if got := ringBytes(t, r); !bytes.Equal(got, want[4096:4096+r.Covered]) {
+			t.Fatalf("lease of %d bytes: extents do not hold the shard's bytes", length)
+		}
+	}
+}

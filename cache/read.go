@@ -1,8 +1,8 @@
 package cache
 
 import (
-	"bytes"
 	"errors"
+	"runtime/debug"
 	"sync"
 	"sync/atomic"
 
@@ -74,25 +74,51 @@ const ringReadsInFlight = 8
 // readBlocksConcurrently calls readOne for blocks first..last, up to
 // ringReadsInFlight at a time, and reports whether every call succeeded.
 // It returns only after every call it started has returned; after a
-// failure it starts no more.
+// failure it starts no more. A memory fault in a call (p is a client's
+// shared mapping, truncated or unbacked under the read) is raised again
+// in the caller's goroutine, as a copy made there would raise it: the
+// GPU side interface recovers it there, while in a goroutine of its own
+// it would end the process.
 func readBlocksConcurrently(first, last int64, readOne func(index int64) bool) bool {
 	var (
-		failed atomic.Bool
-		wg     sync.WaitGroup
-		slots  = make(chan struct{}, ringReadsInFlight)
+		failed    atomic.Bool
+		wg        sync.WaitGroup
+		slots     = make(chan struct{}, ringReadsInFlight)
+		faultOnce sync.Once
+		fault     any
 	)
 	for index := first; index <= last && !failed.Load(); index++ {
 		slots <- struct{}{}
 		wg.Add(1)
 		go func() {
 			defer func() { <-slots; wg.Done() }()
+			defer debug.SetPanicOnFault(debug.SetPanicOnFault(true))
+			defer func() {
+				if r := recover(); r != nil {
+					if !isMemoryFault(r) {
+						panic(r)
+					}
+					faultOnce.Do(func() { fault = r })
+					failed.Store(true)
+				}
+			}()
 			if !readOne(index) {
 				failed.Store(true)
 			}
 		}()
 	}
 	wg.Wait()
+	if fault != nil {
+		panic(fault)
+	}
 	return !failed.Load()
+}
+
+// isMemoryFault reports whether a recovered value is a fault that
+// debug.SetPanicOnFault turned into a panic.
+func isMemoryFault(r any) bool {
+	_, ok := r.(interface{ Addr() uintptr })
+	return ok
 }
 
 // Block returns block index of obj, whole, when it is cached and (from
@@ -152,9 +178,18 @@ func (c *Cache) ramBlock(k blockKey, want int64) ([]byte, bool) {
 }
 
 // readRing reads block k, want bytes long, from the ring into buf (aligned,
-// at least want rounded up to the alignment) and verifies it. Callers count
-// the bytes they serve.
+// at least want rounded up to the alignment, the daemon's own memory) and
+// verifies it; a block that fails is dropped. Callers count the bytes they
+// serve.
 func (c *Cache) readRing(k blockKey, want int64, buf []byte) bool {
+	return c.readRingInto(k, want, buf, true)
+}
+
+// readRingInto is readRing into buf that the daemon may not own (owned
+// false: a client's shared mapping, which the client can write at any
+// time). A mismatch there proves nothing about the ring: the block is
+// kept, and the caller reads it again into memory of its own.
+func (c *Cache) readRingInto(k blockKey, want int64, buf []byte, owned bool) bool {
 	r := c.liveRing()
 	if r == nil {
 		return false
@@ -168,10 +203,16 @@ func (c *Cache) readRing(k blockKey, want int64, buf []byte) bool {
 		c.stats.ringMisses.Add(1)
 		return false
 	}
-	err := r.readVerified(ref, buf)
-	r.unpin(ref.n)
+	err := func() error {
+		// Unpinned also when buf faults (a client's mapping truncated
+		// under the read): a pin left behind holds its slot for ever.
+		defer r.unpin(ref.n)
+		return r.readVerified(ref, buf)
+	}()
 	if err != nil {
-		c.ringReadFailed(r, ref, err)
+		if owned {
+			c.ringReadFailed(r, ref, err)
+		}
 		return false
 	}
 	c.stats.ringHits.Add(1)
@@ -189,17 +230,29 @@ func (c *Cache) readBlock(k blockKey, want, from int64, dst []byte, room *atomic
 		return true
 	}
 	promote := room != nil && room.Load() >= want && room.Add(-want) >= 0
-	if from == 0 && int64(len(dst)) == want && directInto(dst) {
-		// The whole block into a buffer O_DIRECT can fill: no bounce
-		// copy. On failure dst holds junk, which ReadAt does not promise.
-		if !c.readRing(k, want, dst) {
+	if promote {
+		// The RAM copy is read and checked in the daemon's own memory, then
+		// copied out: never taken from dst, where a client may write
+		// between the check and the copy, and every later reader would
+		// be served what it wrote.
+		b := alignedBuffer(int(alignUp(want)))
+		if !c.readRing(k, want, b) {
 			return false
 		}
+		copy(dst, b[from:want])
 		c.stats.ringBytesServed.Add(uint64(len(dst)))
-		if promote {
-			c.ram.set(k, bytes.Clone(dst))
-		}
+		c.ram.set(k, b[:want])
 		return true
+	}
+	if from == 0 && int64(len(dst)) == want && directInto(dst) {
+		// The whole block into a buffer O_DIRECT can fill: no bounce copy.
+		if c.readRingInto(k, want, dst, false) {
+			c.stats.ringBytesServed.Add(uint64(len(dst)))
+			return true
+		}
+		// Missing, corrupt, or written by its owner during the check: the
+		// bounce buffer below decides, and drops only a block that fails
+		// there.
 	}
 	bufp := c.blockBuffer()
 	if !c.readRing(k, want, *bufp) {
@@ -208,11 +261,8 @@ func (c *Cache) readBlock(k blockKey, want, from int64, dst []byte, room *atomic
 	}
 	copy(dst, (*bufp)[from:want])
 	c.stats.ringBytesServed.Add(uint64(len(dst)))
-	if promote {
-		c.ram.set(k, bytes.Clone((*bufp)[:want]))
-	}
-	// Otherwise not promoted: the caller keeps its copy (a read-ahead
-	// part), and Block promotes what a reader will come back to.
+	// Not promoted: the caller keeps its copy (a read-ahead part), and
+	// Block promotes what a reader will come back to.
 	c.bufs.Put(bufp)
 	return true
 }

@@ -57,11 +57,29 @@ func mapChecked(fd int, path string, size int64, uid uint32) (*buffer, error) {
 	if st.Size < size {
 		return nil, fmt.Errorf("%s holds %d bytes, %d asked: %w", path, st.Size, size, syscall.ERANGE)
 	}
+	if err := backPages(fd, path, st, size); err != nil {
+		return nil, err
+	}
 	mem, err := unix.Mmap(fd, 0, int(size), unix.PROT_READ|unix.PROT_WRITE, unix.MAP_SHARED|unix.MAP_POPULATE)
 	if err != nil {
 		return nil, fmt.Errorf("mmap %s: %w", path, err)
 	}
 	return &buffer{fd: fd, mem: mem}, nil
+}
+
+// backPages makes sure every page of the first size bytes has memory
+// behind it. A sparse file (the Python client creates its buffers so) gets
+// its pages when they are first written; on a full /dev/shm that write is
+// a SIGBUS in the daemon, in the middle of a READ. Allocating them now
+// turns that into ENOSPC at REGISTER, charged to the client's tmpfs.
+func backPages(fd int, path string, st unix.Stat_t, size int64) error {
+	if st.Blocks*512 >= size {
+		return nil
+	}
+	if err := unix.Fallocate(fd, 0, 0, size); err != nil {
+		return fmt.Errorf("allocate the %d bytes of %s: %w", size, path, err)
+	}
+	return nil
 }
 
 // checkShmName accepts one plain file name: no separator, no "..".
@@ -81,6 +99,11 @@ func (b *buffer) stillBacked() error {
 	}
 	if st.Size < int64(len(b.mem)) {
 		return fmt.Errorf("buffer file shrank to %d of %d bytes: %w", st.Size, len(b.mem), syscall.EFAULT)
+	}
+	if st.Blocks*512 < int64(len(b.mem)) {
+		// A hole punched since REGISTER: writing there may need memory
+		// /dev/shm no longer has.
+		return fmt.Errorf("buffer file has %d of its %d bytes allocated: %w", st.Blocks*512, len(b.mem), syscall.EFAULT)
 	}
 	return nil
 }

@@ -265,29 +265,36 @@ func (st *Stream) serve(ctx context.Context, p *part, pos, end int64, sequential
 	s := st.s
 	need := min(end, p.end) - p.off
 	waited, err := st.awaitArrival(ctx, p, need)
+	// Accounted and unpinned in a defer, so that a copy into dst that
+	// faults (a client's shared mapping truncated under a GPU READ, turned
+	// into a panic) leaves no pin behind: pinned parts are never freed,
+	// and with enough of them every uncached read waits for budget.
+	defer func() {
+		s.mu.Lock()
+		defer s.mu.Unlock()
+		if waited > 0 {
+			s.stats.Waits++
+			s.stats.WaitNanos += int64(waited)
+		}
+		s.stats.ServedBytes += int64(len(got))
+		if p.ahead {
+			s.stats.PrefetchedServedBytes += int64(len(got))
+		}
+		fromCache = p.fromCache
+		s.creditLocked(st, p, int64(len(got)), sequential)
+		if dst != nil || err != nil {
+			s.unpinLocked(p)
+		}
+		s.checkLocked()
+	}()
 	if err == nil {
-		got = p.buf[pos-p.off : need]
-		if dst != nil {
-			got = dst[:copy(dst, got)]
+		src := p.buf[pos-p.off : need]
+		if dst == nil {
+			got = src
+		} else {
+			got = dst[:copy(dst, src)]
 		}
 	}
-
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if waited > 0 {
-		s.stats.Waits++
-		s.stats.WaitNanos += int64(waited)
-	}
-	s.stats.ServedBytes += int64(len(got))
-	if p.ahead {
-		s.stats.PrefetchedServedBytes += int64(len(got))
-	}
-	fromCache = p.fromCache
-	s.creditLocked(st, p, int64(len(got)), sequential)
-	if dst != nil || err != nil {
-		s.unpinLocked(p)
-	}
-	s.checkLocked()
 	return got, fromCache, err
 }
 

@@ -10,6 +10,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/coreos/go-systemd/v22/daemon"
 	"github.com/hanwen/go-fuse/v2/fuse"
 	"github.com/urfave/cli/v2"
 
@@ -94,8 +95,14 @@ func runMount(c *cli.Context, source, dir string, ready *readyReporter) error {
 	if err != nil {
 		return fmt.Errorf("mounting %s: %w", mountpoint, err)
 	}
+	if err := checkAnswers(mountpoint); err != nil {
+		unmountServer(server, mountpoint, log)
+		server.Wait()
+		return err
+	}
 	log.Info("mounted", "source", m.backend.src.String(), "mountpoint", mountpoint, "objects", len(m.backend.objects))
 	ready.ready()
+	notifySystemd(daemon.SdNotifyReady, log)
 
 	done := make(chan struct{})
 	go func() {
@@ -105,10 +112,12 @@ func runMount(c *cli.Context, source, dir string, ready *readyReporter) error {
 	select {
 	case <-done:
 		log.Info("unmounted", "mountpoint", mountpoint)
+		notifySystemd(daemon.SdNotifyStopping, log)
 		return nil
 	case <-ctx.Done():
 	}
 	log.Info("signal received, unmounting", "mountpoint", mountpoint)
+	notifySystemd(daemon.SdNotifyStopping, log)
 	unmountServer(server, mountpoint, log)
 	<-done
 	return nil

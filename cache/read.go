@@ -6,6 +6,8 @@ import (
 	"sync"
 	"sync/atomic"
 
+	"golang.org/x/sync/errgroup"
+
 	"github.com/shardfs/shardfs/store"
 )
 
@@ -81,17 +83,14 @@ const ringReadsInFlight = 8
 // it would end the process.
 func readBlocksConcurrently(first, last int64, readOne func(index int64) bool) bool {
 	var (
+		g         errgroup.Group
 		failed    atomic.Bool
-		wg        sync.WaitGroup
-		slots     = make(chan struct{}, ringReadsInFlight)
 		faultOnce sync.Once
 		fault     any
 	)
+	g.SetLimit(ringReadsInFlight)
 	for index := first; index <= last && !failed.Load(); index++ {
-		slots <- struct{}{}
-		wg.Add(1)
-		go func() {
-			defer func() { <-slots; wg.Done() }()
+		g.Go(func() error {
 			defer debug.SetPanicOnFault(debug.SetPanicOnFault(true))
 			defer func() {
 				if r := recover(); r != nil {
@@ -105,9 +104,10 @@ func readBlocksConcurrently(first, last int64, readOne func(index int64) bool) b
 			if !readOne(index) {
 				failed.Store(true)
 			}
-		}()
+			return nil
+		})
 	}
-	wg.Wait()
+	g.Wait()
 	if fault != nil {
 		panic(fault)
 	}

@@ -5,6 +5,7 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"unsafe"
 )
 
 // The ioctl ABI. Every request is a restricted ioctl: the command number
@@ -34,34 +35,88 @@ const (
 	// MaxLeasePaths is how many distinct cache file paths one LEASE reply carries.
 	MaxLeasePaths = 4
 
-	registerSize   = 24 + ShmNameSize // 280
-	unregisterSize = 16
-	readSize       = 48 + PathSize // 1072
-	leaseExtentLen = 32
-	leaseSize      = 48 + PathSize + MaxLeaseExtents*leaseExtentLen + MaxLeasePaths*PathSize // 7216
-	leaseDropSize  = 16
-
 	// The kernel's _IOC_SIZE is 14 bits; a larger struct cannot be a restricted ioctl.
 	maxIoctlSize = 1<<14 - 1
 )
+
+// The wire structs: the layout of every request, little-endian, with no
+// padding (every field is naturally aligned, so unsafe.Sizeof is the wire
+// size, checked by TestWireStructsHaveNoPadding). Sizes and offsets below
+// are constants computed from them, and the command numbers are built
+// from those sizes, so a struct and its command cannot disagree.
+type (
+	wireHeader struct{ Version, Flags uint32 }
+
+	registerWire struct {
+		wireHeader
+		Size, BufID uint64
+		Name        [ShmNameSize]byte
+	}
+	unregisterWire struct {
+		wireHeader
+		BufID uint64
+	}
+	// readFields are a READ's numbers; the path follows them.
+	readFields struct {
+		wireHeader
+		FileOffset, Length, BufID, BufOffset, BytesRead uint64
+	}
+	readWire struct {
+		readFields
+		Path [PathSize]byte
+	}
+	extentWire struct {
+		PathIndex, Reserved             uint32
+		CacheOffset, Length, FileOffset uint64
+	}
+	leaseFields struct {
+		wireHeader
+		FileOffset, Length, LeaseID, Covered uint64
+		NExtents, NPaths                     uint32
+	}
+	leaseWire struct {
+		leaseFields
+		Path    [PathSize]byte
+		Extents [MaxLeaseExtents]extentWire
+		Paths   [MaxLeasePaths][PathSize]byte
+	}
+	leaseDropWire struct {
+		wireHeader
+		LeaseID uint64
+	}
+)
+
+const (
+	registerSize   = int(unsafe.Sizeof(registerWire{}))   // 280
+	unregisterSize = int(unsafe.Sizeof(unregisterWire{})) // 16
+	readSize       = int(unsafe.Sizeof(readWire{}))       // 1072
+	leaseExtentLen = int(unsafe.Sizeof(extentWire{}))     // 32
+	leaseSize      = int(unsafe.Sizeof(leaseWire{}))      // 7216
+	leaseDropSize  = int(unsafe.Sizeof(leaseDropWire{}))  // 16
+
+	registerNameAt = int(unsafe.Offsetof(registerWire{}.Name))
+	readPathAt     = int(unsafe.Offsetof(readWire{}.Path))
+	leasePathAt    = int(unsafe.Offsetof(leaseWire{}.Path))
+	leaseExtentsAt = int(unsafe.Offsetof(leaseWire{}.Extents))
+	leasePathsAt   = int(unsafe.Offsetof(leaseWire{}.Paths))
+)
+
+// Every struct fits a restricted ioctl: a negative constant does not compile.
+const _ = uint(maxIoctlSize - max(registerSize, unregisterSize, readSize, leaseSize, leaseDropSize))
 
 const (
 	iocWrite = 1 // _IOC_WRITE: user space -> daemon
 	iocRead  = 2 // _IOC_READ: daemon -> user space
 )
 
-// ioc builds a Linux ioctl number: dir<<30 | size<<16 | type<<8 | nr.
-func ioc(dir, nr, size uint32) uint32 {
-	return dir<<30 | size<<16 | IoctlType<<8 | nr
-}
-
-// Command numbers (Linux generic ioctl encoding: x86, arm64, riscv).
-var (
-	CmdRegister   = ioc(iocRead|iocWrite, 1, registerSize)
-	CmdUnregister = ioc(iocWrite, 2, unregisterSize)
-	CmdRead       = ioc(iocRead|iocWrite, 3, readSize)
-	CmdLease      = ioc(iocRead|iocWrite, 4, leaseSize)
-	CmdLeaseDrop  = ioc(iocWrite, 5, leaseDropSize)
+// Command numbers, Linux's generic ioctl encoding (x86, arm64, riscv):
+// dir<<30 | size<<16 | type<<8 | nr, the size that of the wire struct.
+const (
+	CmdRegister   = uint32((iocRead|iocWrite)<<30 | registerSize<<16 | IoctlType<<8 | 1)
+	CmdUnregister = uint32(iocWrite<<30 | unregisterSize<<16 | IoctlType<<8 | 2)
+	CmdRead       = uint32((iocRead|iocWrite)<<30 | readSize<<16 | IoctlType<<8 | 3)
+	CmdLease      = uint32((iocRead|iocWrite)<<30 | leaseSize<<16 | IoctlType<<8 | 4)
+	CmdLeaseDrop  = uint32(iocWrite<<30 | leaseDropSize<<16 | IoctlType<<8 | 5)
 )
 
 // Decoding errors; the server maps them to errno in errno.go.
@@ -141,23 +196,34 @@ type LeaseDropReq struct {
 
 var le = binary.LittleEndian
 
-// checkHeader validates the version/flags header of a payload of size n.
-func checkHeader(p []byte, n int) error {
-	if len(p) < n {
-		return fmt.Errorf("%d < %d bytes: %w", len(p), n, ErrShortPayload)
+// decodeFields checks p's size and header and decodes the numeric fields
+// at its start into dst (a pointer to a wire struct holding no arrays).
+// Arrays (names, paths) are read from p in place: encoding/binary reflects
+// over every byte of an array, which would cost a READ ioctl microseconds.
+func decodeFields(p []byte, size int, dst interface{ header() wireHeader }) error {
+	if len(p) < size {
+		return fmt.Errorf("%d < %d bytes: %w", len(p), size, ErrShortPayload)
 	}
-	if v := le.Uint32(p[0:]); v != ABIVersion {
-		return fmt.Errorf("version %d, want %d: %w", v, ABIVersion, ErrABIVersion)
+	if _, err := binary.Decode(p, le, dst); err != nil {
+		return fmt.Errorf("%v: %w", err, ErrShortPayload)
 	}
-	if f := le.Uint32(p[4:]); f != 0 {
-		return fmt.Errorf("flags %#x: %w", f, ErrBadField)
+	h := dst.header()
+	if h.Version != ABIVersion {
+		return fmt.Errorf("version %d, want %d: %w", h.Version, ABIVersion, ErrABIVersion)
+	}
+	if h.Flags != 0 {
+		return fmt.Errorf("flags %#x: %w", h.Flags, ErrBadField)
 	}
 	return nil
 }
 
-func putHeader(p []byte) {
-	le.PutUint32(p[0:], ABIVersion)
-	le.PutUint32(p[4:], 0)
+// encodeFields makes a payload of size bytes that starts with src's fields.
+func encodeFields(size int, src any) []byte {
+	p := make([]byte, size)
+	if _, err := binary.Encode(p, le, src); err != nil {
+		panic("gds: wire struct larger than its payload: " + err.Error())
+	}
+	return p
 }
 
 // cString decodes a fixed NUL-terminated field. The terminator must be
@@ -187,105 +253,113 @@ func putCString(field []byte, s string) error {
 	return nil
 }
 
+// current is the header of every payload this side encodes.
+var current = wireHeader{Version: ABIVersion}
+
+func (h wireHeader) header() wireHeader { return h }
+
 func DecodeRegister(p []byte) (RegisterReq, error) {
-	if err := checkHeader(p, registerSize); err != nil {
+	var w struct {
+		wireHeader
+		Size, BufID uint64
+	}
+	if err := decodeFields(p, registerSize, &w); err != nil {
 		return RegisterReq{}, err
 	}
-	name, err := cString(p[24:registerSize])
+	name, err := cString(p[registerNameAt:registerSize])
 	if err != nil {
 		return RegisterReq{}, err
 	}
-	return RegisterReq{Size: le.Uint64(p[8:]), BufID: le.Uint64(p[16:]), Name: name}, nil
+	return RegisterReq{Size: w.Size, BufID: w.BufID, Name: name}, nil
 }
 
 func (r RegisterReq) Encode() ([]byte, error) {
-	p := make([]byte, registerSize)
-	putHeader(p)
-	le.PutUint64(p[8:], r.Size)
-	le.PutUint64(p[16:], r.BufID)
-	return p, putCString(p[24:], r.Name)
+	p := encodeFields(registerSize, struct {
+		wireHeader
+		Size, BufID uint64
+	}{current, r.Size, r.BufID})
+	return p, putCString(p[registerNameAt:], r.Name)
 }
 
 func DecodeUnregister(p []byte) (UnregisterReq, error) {
-	if err := checkHeader(p, unregisterSize); err != nil {
+	var w unregisterWire
+	if err := decodeFields(p, unregisterSize, &w); err != nil {
 		return UnregisterReq{}, err
 	}
-	return UnregisterReq{BufID: le.Uint64(p[8:])}, nil
+	return UnregisterReq{BufID: w.BufID}, nil
 }
 
 func (r UnregisterReq) Encode() ([]byte, error) {
-	p := make([]byte, unregisterSize)
-	putHeader(p)
-	le.PutUint64(p[8:], r.BufID)
-	return p, nil
+	return encodeFields(unregisterSize, unregisterWire{current, r.BufID}), nil
 }
 
 func DecodeRead(p []byte) (ReadReq, error) {
-	if err := checkHeader(p, readSize); err != nil {
+	var w readFields
+	if err := decodeFields(p, readSize, &w); err != nil {
 		return ReadReq{}, err
 	}
-	path, err := cString(p[48:readSize])
+	path, err := cString(p[readPathAt:readSize])
 	if err != nil {
 		return ReadReq{}, err
 	}
 	return ReadReq{
-		FileOffset: le.Uint64(p[8:]),
-		Length:     le.Uint64(p[16:]),
-		BufID:      le.Uint64(p[24:]),
-		BufOffset:  le.Uint64(p[32:]),
-		BytesRead:  le.Uint64(p[40:]),
+		FileOffset: w.FileOffset,
+		Length:     w.Length,
+		BufID:      w.BufID,
+		BufOffset:  w.BufOffset,
+		BytesRead:  w.BytesRead,
 		Path:       path,
 	}, nil
 }
 
 func (r ReadReq) Encode() ([]byte, error) {
-	p := make([]byte, readSize)
-	putHeader(p)
-	le.PutUint64(p[8:], r.FileOffset)
-	le.PutUint64(p[16:], r.Length)
-	le.PutUint64(p[24:], r.BufID)
-	le.PutUint64(p[32:], r.BufOffset)
-	le.PutUint64(p[40:], r.BytesRead)
-	return p, putCString(p[48:], r.Path)
+	p := encodeFields(readSize, readFields{current, r.FileOffset, r.Length, r.BufID, r.BufOffset, r.BytesRead})
+	return p, putCString(p[readPathAt:], r.Path)
 }
 
 // DecodeLease decodes the input fields of a LEASE request; the reply area
 // is ignored.
 func DecodeLease(p []byte) (LeaseReq, error) {
-	if err := checkHeader(p, leaseSize); err != nil {
-		return LeaseReq{}, err
+	r, _, err := decodeLease(p)
+	return r, err
+}
+
+func decodeLease(p []byte) (LeaseReq, leaseFields, error) {
+	var w leaseFields
+	if err := decodeFields(p, leaseSize, &w); err != nil {
+		return LeaseReq{}, w, err
 	}
-	path, err := cString(p[48 : 48+PathSize])
+	path, err := cString(p[leasePathAt : leasePathAt+PathSize])
 	if err != nil {
-		return LeaseReq{}, err
+		return LeaseReq{}, w, err
 	}
-	return LeaseReq{FileOffset: le.Uint64(p[8:]), Length: le.Uint64(p[16:]), Path: path}, nil
+	return LeaseReq{FileOffset: w.FileOffset, Length: w.Length, Path: path}, w, nil
 }
 
 // DecodeLeaseReply decodes a LEASE struct as the daemon returns it. Counts
 // must fit the arrays and every extent must name a returned path.
 func DecodeLeaseReply(p []byte) (LeaseReq, error) {
-	r, err := DecodeLease(p)
+	r, w, err := decodeLease(p)
 	if err != nil {
 		return LeaseReq{}, err
 	}
-	r.LeaseID, r.Covered = le.Uint64(p[24:]), le.Uint64(p[32:])
-	nExt, nPaths := le.Uint32(p[40:]), le.Uint32(p[44:])
-	if nExt > MaxLeaseExtents || nPaths > MaxLeasePaths {
-		return LeaseReq{}, fmt.Errorf("%d extents, %d paths: %w", nExt, nPaths, ErrBadField)
+	r.LeaseID, r.Covered = w.LeaseID, w.Covered
+	if w.NExtents > MaxLeaseExtents || w.NPaths > MaxLeasePaths {
+		return LeaseReq{}, fmt.Errorf("%d extents, %d paths: %w", w.NExtents, w.NPaths, ErrBadField)
 	}
-	ext := p[48+PathSize:]
-	for i := range int(nExt) {
-		e := ext[i*leaseExtentLen:]
-		x := LeaseExtent{PathIndex: le.Uint32(e), CacheOffset: le.Uint64(e[8:]), Length: le.Uint64(e[16:]), FileOffset: le.Uint64(e[24:])}
-		if x.PathIndex >= nPaths || le.Uint32(e[4:]) != 0 {
-			return LeaseReq{}, fmt.Errorf("extent %d path index %d of %d: %w", i, x.PathIndex, nPaths, ErrBadField)
+	for i := range int(w.NExtents) {
+		var e extentWire
+		if _, err := binary.Decode(p[leaseExtentsAt+i*leaseExtentLen:], le, &e); err != nil {
+			return LeaseReq{}, fmt.Errorf("extent %d: %v: %w", i, err, ErrShortPayload)
 		}
-		r.Extents = append(r.Extents, x)
+		if e.PathIndex >= w.NPaths || e.Reserved != 0 {
+			return LeaseReq{}, fmt.Errorf("extent %d path index %d of %d: %w", i, e.PathIndex, w.NPaths, ErrBadField)
+		}
+		r.Extents = append(r.Extents, LeaseExtent{PathIndex: e.PathIndex, CacheOffset: e.CacheOffset, Length: e.Length, FileOffset: e.FileOffset})
 	}
-	paths := p[48+PathSize+MaxLeaseExtents*leaseExtentLen:]
-	for i := range int(nPaths) {
-		s, err := cString(paths[i*PathSize : (i+1)*PathSize])
+	for i := range int(w.NPaths) {
+		at := leasePathsAt + i*PathSize
+		s, err := cString(p[at : at+PathSize])
 		if err != nil {
 			return LeaseReq{}, err
 		}
@@ -298,31 +372,22 @@ func (r LeaseReq) Encode() ([]byte, error) {
 	if len(r.Extents) > MaxLeaseExtents || len(r.Paths) > MaxLeasePaths {
 		return nil, fmt.Errorf("%d extents, %d paths: %w", len(r.Extents), len(r.Paths), ErrBadField)
 	}
-	p := make([]byte, leaseSize)
-	putHeader(p)
-	le.PutUint64(p[8:], r.FileOffset)
-	le.PutUint64(p[16:], r.Length)
-	le.PutUint64(p[24:], r.LeaseID)
-	le.PutUint64(p[32:], r.Covered)
-	le.PutUint32(p[40:], uint32(len(r.Extents)))
-	le.PutUint32(p[44:], uint32(len(r.Paths)))
-	if err := putCString(p[48:48+PathSize], r.Path); err != nil {
+	p := encodeFields(leaseSize, leaseFields{current, r.FileOffset, r.Length, r.LeaseID, r.Covered, uint32(len(r.Extents)), uint32(len(r.Paths))})
+	if err := putCString(p[leasePathAt:leasePathAt+PathSize], r.Path); err != nil {
 		return nil, err
 	}
-	ext := p[48+PathSize:]
 	for i, x := range r.Extents {
 		if int(x.PathIndex) >= len(r.Paths) {
 			return nil, fmt.Errorf("extent %d path index %d: %w", i, x.PathIndex, ErrBadField)
 		}
-		e := ext[i*leaseExtentLen:]
-		le.PutUint32(e, x.PathIndex)
-		le.PutUint64(e[8:], x.CacheOffset)
-		le.PutUint64(e[16:], x.Length)
-		le.PutUint64(e[24:], x.FileOffset)
+		e := extentWire{PathIndex: x.PathIndex, CacheOffset: x.CacheOffset, Length: x.Length, FileOffset: x.FileOffset}
+		if _, err := binary.Encode(p[leaseExtentsAt+i*leaseExtentLen:], le, e); err != nil {
+			return nil, err
+		}
 	}
-	paths := p[48+PathSize+MaxLeaseExtents*leaseExtentLen:]
 	for i, s := range r.Paths {
-		if err := putCString(paths[i*PathSize:(i+1)*PathSize], s); err != nil {
+		at := leasePathsAt + i*PathSize
+		if err := putCString(p[at:at+PathSize], s); err != nil {
 			return nil, err
 		}
 	}
@@ -330,15 +395,13 @@ func (r LeaseReq) Encode() ([]byte, error) {
 }
 
 func DecodeLeaseDrop(p []byte) (LeaseDropReq, error) {
-	if err := checkHeader(p, leaseDropSize); err != nil {
+	var w leaseDropWire
+	if err := decodeFields(p, leaseDropSize, &w); err != nil {
 		return LeaseDropReq{}, err
 	}
-	return LeaseDropReq{LeaseID: le.Uint64(p[8:])}, nil
+	return LeaseDropReq{LeaseID: w.LeaseID}, nil
 }
 
 func (r LeaseDropReq) Encode() ([]byte, error) {
-	p := make([]byte, leaseDropSize)
-	putHeader(p)
-	le.PutUint64(p[8:], r.LeaseID)
-	return p, nil
+	return encodeFields(leaseDropSize, leaseDropWire{current, r.LeaseID}), nil
 }

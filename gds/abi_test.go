@@ -1,6 +1,7 @@
 package gds
 
 import (
+	"encoding/binary"
 	"errors"
 	"reflect"
 	"testing"
@@ -148,5 +149,23 @@ func roundTrip[R any](t *testing.T, p []byte, decode func([]byte) (R, error), en
 	r2, err := decode(q)
 	if err != nil || !reflect.DeepEqual(r, r2) {
 		t.Fatalf("%T round trip: %+v -> %+v, %v", r, r, r2, err)
+	}
+}
+
+// TestWireStructsHaveNoPadding: the sizes the command numbers carry are
+// unsafe.Sizeof of the wire structs; they are the wire sizes only if Go
+// adds no padding, which encoding/binary's own count tells.
+func TestWireStructsHaveNoPadding(t *testing.T) {
+	for name, c := range map[string]struct {
+		v    any
+		size int
+	}{
+		"register": {registerWire{}, registerSize}, "unregister": {unregisterWire{}, unregisterSize},
+		"read": {readWire{}, readSize}, "extent": {extentWire{}, leaseExtentLen},
+		"lease": {leaseWire{}, leaseSize}, "lease_drop": {leaseDropWire{}, leaseDropSize},
+	} {
+		if got := binary.Size(c.v); got != c.size {
+			t.Errorf("%s: encoding/binary counts %d bytes, the command number says %d", name, got, c.size)
+		}
 	}
 }

@@ -2,11 +2,13 @@ package store
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"log/slog"
-	"math/rand/v2"
 	"sync/atomic"
 	"time"
+
+	"github.com/cenkalti/backoff/v4"
 )
 
 // RetryPolicy bounds how long one call may keep retrying.
@@ -15,6 +17,35 @@ type RetryPolicy struct {
 	BaseDelay time.Duration // first backoff; doubles per attempt
 	MaxDelay  time.Duration // cap of one backoff
 	Budget    time.Duration // a call gives up once this much time has passed (0 = Attempts only)
+}
+
+// Validate rejects a policy that cannot run, naming the field.
+func (p RetryPolicy) Validate() error {
+	switch {
+	case p.Attempts < 1:
+		return fmt.Errorf("retry attempts %d: must be at least 1", p.Attempts)
+	case p.BaseDelay < 0 || p.MaxDelay < 0:
+		return fmt.Errorf("retry delays %s, %s: must not be negative", p.BaseDelay, p.MaxDelay)
+	case p.Budget < 0:
+		return fmt.Errorf("retry timeout %s: must not be negative", p.Budget)
+	}
+	return nil
+}
+
+// delays is the policy's backoff: "full jitter", uniform in
+// [0, min(MaxDelay, BaseDelay*2^n)). The library spreads each interval by
+// ±RandomizationFactor, so a factor of 1 around half the ceiling is
+// exactly that range. Attempts and Budget are counted by Retry.do, which
+// also restarts the sequence when an attempt made progress.
+func (p RetryPolicy) delays() *backoff.ExponentialBackOff {
+	b := backoff.NewExponentialBackOff()
+	b.InitialInterval = p.BaseDelay / 2
+	b.MaxInterval = p.MaxDelay / 2
+	b.Multiplier = 2
+	b.RandomizationFactor = 1
+	b.MaxElapsedTime = 0
+	b.Reset()
+	return b
 }
 
 // DefaultRetryPolicy retries throttling, 5xx, resets and stalls for up to a
@@ -101,37 +132,32 @@ func (e eofSignal) Error() string { return e.err.Error() }
 // attempts (and the backoff), since the store is answering.
 func (r *Retry) do(ctx context.Context, op, key string, call func() (progressed bool, err error)) error {
 	start := time.Now()
-	for attempt, failures := 1, 1; ; attempt, failures = attempt+1, failures+1 {
+	delays := r.policy.delays()
+	attempt, failures := 0, 0
+	var last error
+	err := backoff.RetryNotify(func() error {
+		attempt++
+		failures++
 		progressed, err := call()
 		if _, ok := err.(eofSignal); ok || err == nil || !Retryable(err) || ctx.Err() != nil {
-			return err
+			return backoff.Permanent(err)
 		}
+		last = err
 		if progressed {
 			failures = 0 // the next attempt is the first of a new count
+			delays.Reset()
 		}
 		elapsed := time.Since(start)
 		if failures >= r.policy.Attempts || (r.policy.Budget > 0 && elapsed >= r.policy.Budget) {
-			return fmt.Errorf("%s %s: giving up after %d attempts in %s: %w", op, key, attempt, elapsed.Round(time.Millisecond), err)
+			return backoff.Permanent(fmt.Errorf("%s %s: giving up after %d attempts in %s: %w", op, key, attempt, elapsed.Round(time.Millisecond), err))
 		}
-		delay := r.backoff(max(failures, 1))
+		return err
+	}, backoff.WithContext(delays, ctx), func(err error, delay time.Duration) {
 		r.retries.Add(1)
 		r.log.Warn("retrying", "op", op, "key", key, "attempt", attempt, "delay", delay, "err", err)
-		select {
-		case <-ctx.Done():
-			return fmt.Errorf("%s %s: %w (last error: %w)", op, key, ctx.Err(), err)
-		case <-time.After(delay):
-		}
+	})
+	if last != nil && err != nil && errors.Is(err, ctx.Err()) && !errors.Is(err, last) {
+		return fmt.Errorf("%s %s: %w (last error: %w)", op, key, err, last)
 	}
-}
-
-// backoff is "full jitter": uniform in [0, min(MaxDelay, BaseDelay*2^n)).
-func (r *Retry) backoff(attempt int) time.Duration {
-	ceil := r.policy.BaseDelay << min(attempt-1, 20)
-	if ceil > r.policy.MaxDelay || ceil <= 0 {
-		ceil = r.policy.MaxDelay
-	}
-	if ceil <= 0 {
-		return 0
-	}
-	return time.Duration(rand.Int64N(int64(ceil))) + time.Millisecond
+	return err
 }

@@ -1,12 +1,11 @@
 package main
 
 import (
-	"bufio"
 	"fmt"
 	"os"
 	"path/filepath"
-	"strconv"
-	"strings"
+
+	"github.com/moby/sys/mountinfo"
 )
 
 // checkMountpoint resolves dir and refuses one that is missing, not a
@@ -36,39 +35,12 @@ func checkMountpoint(dir string) (string, error) {
 }
 
 // isMounted reports whether dir is the mount point of a mount in this
-// process's namespace, from /proc/self/mountinfo.
+// process's namespace. It reads the mount table rather than comparing
+// device numbers: stat of a FUSE mount whose daemon is gone hangs or fails.
 func isMounted(dir string) (bool, error) {
-	f, err := os.Open("/proc/self/mountinfo")
+	mounts, err := mountinfo.GetMounts(mountinfo.SingleEntryFilter(dir))
 	if err != nil {
 		return false, fmt.Errorf("reading mount table: %w", err)
 	}
-	defer f.Close()
-	sc := bufio.NewScanner(f)
-	sc.Buffer(make([]byte, 64<<10), 1<<20)
-	for sc.Scan() {
-		fields := strings.Fields(sc.Text())
-		if len(fields) > 4 && unescapeMountinfo(fields[4]) == dir {
-			return true, nil
-		}
-	}
-	return false, sc.Err()
-}
-
-// unescapeMountinfo undoes the kernel's octal escapes (\040 for space).
-func unescapeMountinfo(s string) string {
-	if !strings.Contains(s, `\`) {
-		return s
-	}
-	var b strings.Builder
-	for i := 0; i < len(s); i++ {
-		if s[i] == '\\' && i+3 < len(s) {
-			if v, err := strconv.ParseUint(s[i+1:i+4], 8, 8); err == nil {
-				b.WriteByte(byte(v))
-				i += 3
-				continue
-			}
-		}
-		b.WriteByte(s[i])
-	}
-	return b.String()
+	return len(mounts) > 0, nil
 }

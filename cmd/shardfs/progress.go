@@ -1,94 +1,53 @@
 package main
 
 import (
-	"fmt"
 	"io"
 	"os"
 	"strings"
-	"sync"
-	"sync/atomic"
 	"time"
 
-	"golang.org/x/sys/unix"
+	"github.com/schollz/progressbar/v3"
+	"golang.org/x/term"
 )
 
-// progress reports bytes done against a total: a redrawn bar on a
+// startProgress reports bytes done against a total: a redrawn bar on a
 // terminal, a plain line every few seconds when piped (logs, CI).
-type progress struct {
-	w      io.Writer
-	tty    bool
-	total  int64
-	done   atomic.Int64
-	start  time.Time
-	stop   chan struct{}
-	wg     sync.WaitGroup
-	prefix string
+func startProgress(w io.Writer, prefix string, total int64) *progressbar.ProgressBar {
+	if isTerminal(w) {
+		return progressbar.NewOptions64(total,
+			progressbar.OptionSetWriter(w),
+			progressbar.OptionSetDescription(prefix),
+			progressbar.OptionShowBytes(true),
+			progressbar.OptionShowTotalBytes(true),
+			progressbar.OptionSetWidth(30),
+			progressbar.OptionThrottle(200*time.Millisecond),
+			progressbar.OptionOnCompletion(func() { io.WriteString(w, "\n") }),
+		)
+	}
+	return progressbar.NewOptions64(total,
+		progressbar.OptionSetWriter(lines{w}),
+		progressbar.OptionSetDescription(prefix),
+		progressbar.OptionShowBytes(true),
+		progressbar.OptionShowTotalBytes(true),
+		progressbar.OptionSetWidth(30),
+		progressbar.OptionThrottle(5*time.Second),
+	)
 }
 
-func startProgress(w io.Writer, prefix string, total int64) *progress {
-	p := &progress{w: w, tty: isTerminal(w), total: total, start: time.Now(), stop: make(chan struct{}), prefix: prefix}
-	interval := 5 * time.Second
-	if p.tty {
-		interval = 200 * time.Millisecond
-	}
-	p.wg.Add(1)
-	go func() {
-		defer p.wg.Done()
-		t := time.NewTicker(interval)
-		defer t.Stop()
-		for {
-			select {
-			case <-p.stop:
-				return
-			case <-t.C:
-				p.draw(false)
-			}
+// lines turns the bar's redraws (carriage returns, blank-outs) into one
+// plain line per redraw, for a log file or a pipe.
+type lines struct{ w io.Writer }
+
+func (l lines) Write(p []byte) (int, error) {
+	if s := strings.TrimSpace(strings.ReplaceAll(string(p), "\r", "")); s != "" {
+		if _, err := io.WriteString(l.w, s+"\n"); err != nil {
+			return 0, err
 		}
-	}()
-	return p
-}
-
-func (p *progress) add(n int64) { p.done.Add(n) }
-
-// finish stops the redraws and prints the last state.
-func (p *progress) finish() {
-	close(p.stop)
-	p.wg.Wait()
-	p.draw(true)
-}
-
-func (p *progress) draw(final bool) {
-	done := p.done.Load()
-	elapsed := time.Since(p.start)
-	rate := float64(done) / max(elapsed.Seconds(), 1e-3)
-	eta := "-"
-	if rate > 0 && done < p.total {
-		eta = (time.Duration(float64(p.total-done)/rate) * time.Second / time.Second).Round(time.Second).String()
 	}
-	pct := 100.0
-	if p.total > 0 {
-		pct = 100 * float64(done) / float64(p.total)
-	}
-	line := fmt.Sprintf("%s %s / %s (%.1f%%) %s/s ETA %s", p.prefix, formatSize(done), formatSize(p.total), pct, formatSize(int64(rate)), eta)
-	if p.tty {
-		const width = 30
-		filled := int(pct / 100 * width)
-		bar := "[" + strings.Repeat("=", filled) + strings.Repeat(" ", width-filled) + "] "
-		end := ""
-		if final {
-			end = "\n"
-		}
-		fmt.Fprintf(p.w, "\r\033[K%s%s%s", bar, line, end)
-		return
-	}
-	fmt.Fprintln(p.w, line)
+	return len(p), nil
 }
 
 func isTerminal(w io.Writer) bool {
 	f, ok := w.(*os.File)
-	if !ok {
-		return false
-	}
-	_, err := unix.IoctlGetTermios(int(f.Fd()), unix.TCGETS)
-	return err == nil
+	return ok && term.IsTerminal(int(f.Fd()))
 }

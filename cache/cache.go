@@ -30,13 +30,12 @@ type Cache struct {
 	closed bool
 }
 
-// Open builds a cache from cfg (defaults applied). It takes the cache dir's
+// Open builds a cache from cfg, which must be valid. It takes the cache dir's
 // lock and rebuilds the ring's index from its slot headers. A dir that
 // cannot be used (unwritable, full) logs one warning and leaves the ring
 // off; Open fails only for an invalid cfg or, with ErrLocked, when another
 // process owns the dir.
 func Open(ctx context.Context, cfg Config, log *slog.Logger) (*Cache, error) {
-	cfg = cfg.WithDefaults()
 	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}

@@ -2,10 +2,12 @@ package cache
 
 import "fmt"
 
-// Defaults for the flags that fill a Config.
+// Defaults of a Config; the command's flags show and use these.
 const (
-	DefaultSize       int64 = 10 << 30
-	DefaultMemorySize int64 = 512 << 20
+	DefaultSize int64 = 10 << 30
+	// DefaultMemorySize is kept small because the kernel page cache
+	// already holds what readers read.
+	DefaultMemorySize int64 = 64 << 20
 	DefaultBlockSize  int64 = 1 << 20
 
 	// alignment is the unit of direct I/O: block sizes, slot offsets and
@@ -16,25 +18,21 @@ const (
 	maxBlockSize int64 = 256 << 20
 )
 
-// Config describes one cache.
+// Config describes one cache. Start from DefaultConfig: a zero field means
+// "off" where the tier can be off ("" Dir: no ring; 0 MemorySize: no RAM
+// tier) and is rejected by Validate where it cannot.
 type Config struct {
 	Dir        string // ring directory; "" = RAM tier only
-	Size       int64  // ring bytes, never exceeded by the ring's files; 0 = DefaultSize
-	MemorySize int64  // RAM tier bytes; 0 disables the RAM tier (flags default to DefaultMemorySize)
-	BlockSize  int64  // bytes per block, a multiple of 4 KiB; 0 = DefaultBlockSize
+	Size       int64  // ring bytes, never exceeded by the ring's files
+	MemorySize int64  // RAM tier bytes; 0 disables the RAM tier
+	BlockSize  int64  // bytes per block, a multiple of 4 KiB
 	Namespace  string // the source, e.g. "s3://bucket/prefix"; part of every block's identity
 }
 
-// WithDefaults fills Size and BlockSize when they are zero. MemorySize is
-// left alone because zero is how the RAM tier is turned off.
-func (c Config) WithDefaults() Config {
-	if c.Size == 0 {
-		c.Size = DefaultSize
-	}
-	if c.BlockSize == 0 {
-		c.BlockSize = DefaultBlockSize
-	}
-	return c
+// DefaultConfig is a RAM-tier-only cache of the default sizes; set Dir for
+// a ring.
+func DefaultConfig() Config {
+	return Config{Size: DefaultSize, MemorySize: DefaultMemorySize, BlockSize: DefaultBlockSize}
 }
 
 // Validate rejects sizes that cannot describe a cache, with one message

@@ -6,15 +6,18 @@ import (
 )
 
 func TestConfigDefaultsAreValid(t *testing.T) {
-	cfg := Config{Dir: t.TempDir(), MemorySize: DefaultMemorySize}.WithDefaults()
+	cfg := DefaultConfig()
+	cfg.Dir = t.TempDir()
 	if cfg.Size != DefaultSize || cfg.BlockSize != DefaultBlockSize || cfg.MemorySize != DefaultMemorySize {
-		t.Fatalf("WithDefaults = %+v", cfg)
+		t.Fatalf("DefaultConfig = %+v", cfg)
 	}
 	if err := cfg.Validate(); err != nil {
 		t.Fatalf("Validate(defaults) = %v", err)
 	}
-	if got := (Config{}).WithDefaults().MemorySize; got != 0 {
-		t.Fatalf("WithDefaults turned the RAM tier on: MemorySize=%d", got)
+	off := DefaultConfig()
+	off.MemorySize = 0
+	if err := off.Validate(); err != nil {
+		t.Fatalf("MemorySize 0 (RAM tier off) rejected: %v", err)
 	}
 }
 

@@ -30,7 +30,7 @@ type KernelOptions struct {
 // 1 MiB READs, up to two windows ahead of the reader: measured with a
 // DataLoader on a warm cache, the daemon spent about a quarter less CPU per
 // epoch, and cold sequential reads were as fast or faster. The prefetch
-// policy's reorder window is sized from it (cmd/shardfs/readpath.go), so
+// policy's reorder window is sized from it (cmd/shardfs/config.go), so
 // the out-of-order requests of those windows do not look like seeks.
 func DefaultKernelOptions() KernelOptions {
 	return KernelOptions{MaxRequest: 1 << 20, MaxReadAhead: 1 << 20, MaxBackground: 64, ReadAheadKB: 4096}

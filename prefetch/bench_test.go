@@ -37,7 +37,7 @@ func (f slowFetcher) ReadRange(ctx context.Context, obj store.Object, off int64,
 // four readers at once, next to the ceiling of the same GETs issued
 // directly with the same concurrency. Compare the MB/s figures.
 func BenchmarkSequentialRemote(b *testing.B) {
-	cfg := Config{}.WithDefaults()
+	cfg := DefaultConfig()
 	f := slowFetcher{latency: 20 * time.Millisecond, bytesPerSec: 50e6}
 	const readers, shardsEach, shardSize = 4, 6, 256 << 20
 	objs := make([]store.Object, readers*shardsEach)

@@ -1,8 +1,12 @@
 package prefetch
 
-import "fmt"
+import (
+	"fmt"
 
-// Defaults for the flags that fill a Config.
+	"github.com/dustin/go-humanize"
+)
+
+// Defaults of a Config; the command's flags show and use these.
 const (
 	DefaultBlockSize     int64 = 1 << 20
 	DefaultPartSize      int64 = 8 << 20
@@ -14,14 +18,16 @@ const (
 	DefaultHeadSize      int64 = 16 << 10
 )
 
-// Config sizes read-ahead. Zero fields take the defaults in WithDefaults.
+// Config sizes read-ahead. Start from DefaultConfig: a zero field means
+// "off" where the setting can be off (NextShards, HeadSize, ReorderWindow)
+// and is rejected by Validate where it cannot.
 type Config struct {
 	BlockSize   int64 // cache block; random reads fetch only the blocks they touch
 	PartSize    int64 // ranged GET size for sequential reads, a multiple of BlockSize
 	MaxPrefetch int64 // largest sequential window per stream
 	Memory      int64 // global budget for bytes fetched or in flight but not yet consumed
 	Concurrency int   // most GETs running at once across all streams
-	NextShards  int   // objects after the current one to prefetch near its end; negative disables
+	NextShards  int   // objects after the current one to prefetch near its end; 0 disables
 
 	// ReorderWindow is how far from the reader's front a read may land and
 	// still count as sequential: the kernel's async read-ahead requests
@@ -30,39 +36,30 @@ type Config struct {
 
 	// HeadSize: a part made for a read that wants no more than its first
 	// HeadSize bytes is fetched in two GETs, that head first and the rest
-	// on the object's next read. Negative disables. The default is the
-	// kernel's first READ of a file read in small pieces (4 pages): on a
+	// on the object's next read. 0 disables. The default is the kernel's
+	// first READ of a file read in small pieces (4 pages): on a
 	// rate-limited link the smaller the response, the sooner its first
 	// byte (16 KiB measured a millisecond ahead of 64 KiB through a
 	// 50 MB/s proxy).
 	HeadSize int64
 }
 
-// WithDefaults fills every zero field with its default.
-func (c Config) WithDefaults() Config {
-	if c.BlockSize == 0 {
-		c.BlockSize = DefaultBlockSize
+// DefaultConfig is the configuration a mount starts from.
+func DefaultConfig() Config {
+	return Config{
+		BlockSize: DefaultBlockSize, PartSize: DefaultPartSize, MaxPrefetch: DefaultMaxPrefetch,
+		Memory: DefaultMemory, Concurrency: DefaultConcurrency, NextShards: DefaultNextShards,
+		ReorderWindow: DefaultReorderWindow, HeadSize: DefaultHeadSize,
 	}
-	if c.PartSize == 0 {
-		c.PartSize = max(DefaultPartSize/c.BlockSize, 1) * c.BlockSize
-	}
-	if c.MaxPrefetch == 0 {
-		c.MaxPrefetch = DefaultMaxPrefetch
-	}
-	if c.Memory == 0 {
-		c.Memory = DefaultMemory
-	}
-	if c.Concurrency == 0 {
-		c.Concurrency = DefaultConcurrency
-	}
-	if c.NextShards == 0 {
-		c.NextShards = DefaultNextShards
-	}
-	if c.ReorderWindow == 0 {
-		c.ReorderWindow = DefaultReorderWindow
-	}
-	if c.HeadSize == 0 {
-		c.HeadSize = DefaultHeadSize
+}
+
+// WithBlockSize sets the block size and, when the part size is no longer
+// a multiple of it, the largest multiple under DefaultPartSize (at least
+// one block).
+func (c Config) WithBlockSize(bs int64) Config {
+	c.BlockSize = bs
+	if bs > 0 && c.PartSize%bs != 0 {
+		c.PartSize = max(DefaultPartSize/bs, 1) * bs
 	}
 	return c
 }
@@ -85,19 +82,19 @@ func (c Config) Validate() error {
 		return fmt.Errorf("prefetch concurrency %d must be positive", c.Concurrency)
 	case c.ReorderWindow < 0:
 		return fmt.Errorf("reorder window %s must not be negative", formatSize(c.ReorderWindow))
+	case c.NextShards < 0:
+		return fmt.Errorf("next shards %d must not be negative", c.NextShards)
+	case c.HeadSize < 0:
+		return fmt.Errorf("head size %s must not be negative", formatSize(c.HeadSize))
 	}
 	return nil
 }
 
-// formatSize writes n in the largest binary unit that divides it exactly,
-// so messages echo sizes the way flags are written ("8 MiB", "1536 KiB").
+// formatSize writes a size as the flags do ("8.0 MiB"); a negative one,
+// which only an invalid config holds, as plain bytes.
 func formatSize(n int64) string {
-	units := []string{"GiB", "MiB", "KiB"}
-	for i, u := range units {
-		shift := uint(30 - 10*i)
-		if n != 0 && n%(1<<shift) == 0 {
-			return fmt.Sprintf("%d %s", n>>shift, u)
-		}
+	if n < 0 {
+		return fmt.Sprintf("%d bytes", n)
 	}
-	return fmt.Sprintf("%d bytes", n)
+	return humanize.IBytes(uint64(n))
 }

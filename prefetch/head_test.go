@@ -124,7 +124,7 @@ func TestStreamsWaitingAfterTheirHeadHoldNoGETSlot(t *testing.T) {
 func TestHeadsOffFetchTheWholePartAtOnce(t *testing.T) {
 	ctx := testContext(t)
 	cfg := headConfig()
-	cfg.HeadSize = -1
+	cfg.HeadSize = 0
 	f := &fakeFetcher{}
 	s := newTestScheduler(t, cfg, f, nil)
 	obj := fakeObject("plain", 64<<10)

@@ -19,7 +19,8 @@ func seqReads(off, n int64, count int) []readOp {
 
 func TestPolicy(t *testing.T) {
 	const K = 1 << 10
-	cfg := Config{BlockSize: K, PartSize: 4 * K, MaxPrefetch: 16 * K, Memory: 64 * K, ReorderWindow: 8 * K}.WithDefaults()
+	cfg := DefaultConfig()
+	cfg.BlockSize, cfg.PartSize, cfg.MaxPrefetch, cfg.Memory, cfg.ReorderWindow = K, 4*K, 16*K, 64*K, 8*K
 	const big = 1000 * K
 	cases := []struct {
 		name  string
@@ -150,7 +151,7 @@ func TestPolicy(t *testing.T) {
 // of a 1 GiB object, what the policy asks to fetch averages at most two
 // blocks per read, even counting reads that happen to land near each other.
 func TestPolicyRandomReadsCostAtMostTwoBlocks(t *testing.T) {
-	cfg := Config{}.WithDefaults()
+	cfg := DefaultConfig()
 	const size = 1 << 30
 	p := NewPolicy(cfg, size)
 	rng := rand.New(rand.NewPCG(1, 2))
@@ -171,7 +172,7 @@ func TestPolicyRandomReadsCostAtMostTwoBlocks(t *testing.T) {
 // alone (a synchronous read). Every read must be seen as sequential, and
 // the window must reach MaxPrefetch.
 func TestPolicyShuffledKernelReadsStaySequential(t *testing.T) {
-	cfg := Config{}.WithDefaults()
+	cfg := DefaultConfig()
 	const mib = 1 << 20
 	const size = 1 << 30
 	p := NewPolicy(cfg, size)

@@ -91,10 +91,9 @@ type Scheduler struct {
 	onBudgetWait, onPartWait func()
 }
 
-// NewScheduler starts a scheduler. cfg gets its defaults and must then be
-// valid (check with Validate first); a nil log discards.
+// NewScheduler starts a scheduler. cfg must be valid (check with Validate
+// first); a nil log discards.
 func NewScheduler(cfg Config, f Fetcher, sink Sink, log *slog.Logger) *Scheduler {
-	cfg = cfg.WithDefaults()
 	if err := cfg.Validate(); err != nil {
 		panic("prefetch: " + err.Error())
 	}
@@ -112,7 +111,7 @@ func NewScheduler(cfg Config, f Fetcher, sink Sink, log *slog.Logger) *Scheduler
 	}
 }
 
-// Config returns the configuration in effect, defaults filled.
+// Config returns the configuration in effect.
 func (s *Scheduler) Config() Config { return s.cfg }
 
 // Close cancels every GET, fails every waiting read with ErrClosed, and

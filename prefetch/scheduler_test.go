@@ -18,10 +18,10 @@ import (
 
 // smallConfig scales the defaults down so tests move many parts quickly.
 func smallConfig() Config {
-	return Config{
-		BlockSize: 4 << 10, PartSize: 16 << 10, MaxPrefetch: 64 << 10,
-		Memory: 256 << 10, Concurrency: 8, ReorderWindow: 32 << 10,
-	}.WithDefaults()
+	cfg := DefaultConfig()
+	cfg.BlockSize, cfg.PartSize, cfg.MaxPrefetch = 4<<10, 16<<10, 64<<10
+	cfg.Memory, cfg.Concurrency, cfg.ReorderWindow = 256<<10, 8, 32<<10
+	return cfg
 }
 
 // testContext bounds a test's reads so a hang fails rather than stalls.
@@ -95,7 +95,7 @@ func TestSequentialReadServesEveryByteAndFetchesEachOnce(t *testing.T) {
 
 func TestRandomSmallReadsFetchAtMostTwoBlocksEach(t *testing.T) {
 	ctx := testContext(t)
-	cfg := Config{}.WithDefaults() // 1 MiB blocks, 8 MiB parts
+	cfg := DefaultConfig() // 1 MiB blocks, 8 MiB parts
 	f := &fakeFetcher{}
 	s := newTestScheduler(t, cfg, f, nil)
 	obj := fakeObject("big.tar", 1<<30)

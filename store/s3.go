@@ -30,6 +30,22 @@ type S3Options struct {
 	StallTimeout   time.Duration // a body that yields no byte for this long is abandoned
 }
 
+// DefaultS3Options are the settings a mount starts from.
+func DefaultS3Options() S3Options {
+	return S3Options{MaxConns: 128, StallTimeout: 30 * time.Second}
+}
+
+// Validate rejects options that cannot work, naming the field.
+func (o S3Options) Validate() error {
+	switch {
+	case o.MaxConns < 1:
+		return fmt.Errorf("S3 connections %d: must be at least 1", o.MaxConns)
+	case o.StallTimeout <= 0:
+		return fmt.Errorf("stall timeout %s: must be positive", o.StallTimeout)
+	}
+	return nil
+}
+
 // S3 reads objects of one bucket under one prefix.
 type S3 struct {
 	client *s3.Client
@@ -43,11 +59,8 @@ var _ Store = (*S3)(nil)
 // NewS3 builds a client. It does not contact the endpoint; the first List
 // does, and reports a missing bucket or bad credentials.
 func NewS3(ctx context.Context, src Source, opts S3Options) (*S3, error) {
-	if opts.MaxConns <= 0 {
-		opts.MaxConns = 128
-	}
-	if opts.StallTimeout <= 0 {
-		opts.StallTimeout = 30 * time.Second
+	if err := opts.Validate(); err != nil {
+		return nil, err
 	}
 	httpClient := awshttp.NewBuildableClient().WithTransportOptions(func(t *http.Transport) {
 		t.MaxIdleConns = opts.MaxConns * 2

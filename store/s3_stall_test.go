@@ -32,10 +32,10 @@ func TestS3NoResponseIsAStall(t *testing.T) {
 	t.Setenv("AWS_SECRET_ACCESS_KEY", "s")
 	t.Setenv("AWS_EC2_METADATA_DISABLED", "true")
 	src, _ := store.ParseSource("s3://bucket/prefix")
-	s3, err := store.NewS3(context.Background(), src, store.S3Options{
-		Endpoint: "http://" + ln.Addr().String(), Region: "us-east-1", ForcePathStyle: true,
-		StallTimeout: 300 * time.Millisecond,
-	})
+	opts := store.DefaultS3Options()
+	opts.Endpoint, opts.Region, opts.ForcePathStyle = "http://"+ln.Addr().String(), "us-east-1", true
+	opts.StallTimeout = 300 * time.Millisecond
+	s3, err := store.NewS3(context.Background(), src, opts)
 	if err != nil {
 		t.Fatal(err)
 	}

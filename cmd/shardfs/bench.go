@@ -14,6 +14,7 @@ import (
 
 	"github.com/urfave/cli/v2"
 
+	"github.com/shardfs/shardfs/prefetch"
 	"github.com/shardfs/shardfs/store"
 )
 
@@ -24,9 +25,8 @@ import (
 func benchCommand() *cli.Command {
 	direct := append(benchFlags(), s3Flags()...)
 	direct = append(direct,
-		&cli.StringFlag{Name: "part-size", Value: "8MiB", Usage: "size of each ranged GET of the sequential workload", EnvVars: env("part-size")},
+		&cli.StringFlag{Name: "part-size", Value: formatSize(prefetch.DefaultPartSize), Usage: "size of each ranged GET of the sequential workload", EnvVars: env("part-size")},
 		&cli.IntFlag{Name: "concurrency", Value: 16, Usage: "parallel ranged GETs of the sequential workload", EnvVars: env("bench-concurrency")},
-		&cli.IntFlag{Name: "max-concurrency", Value: 64, Hidden: true, EnvVars: env("max-concurrency")},
 	)
 	files := append(benchFlags(),
 		&cli.StringFlag{Name: "read-size", Value: "1MiB", Usage: "size of each read(2) of the sequential workload", EnvVars: env("bench-read-size")},
@@ -102,19 +102,11 @@ func readBenchSettings(c *cli.Context) (benchSettings, error) {
 			return s, fmt.Errorf("--workload: unknown workload %q (want seq, ttfb or random)", w)
 		}
 	}
-	sizes := []struct {
-		flag string
-		dst  *int64
-	}{{"ttfb-size", &s.ttfbSize}, {"random-size", &s.randomSize}}
-	for _, f := range sizes {
-		v, err := sizeFlag(c, f.flag)
-		if err != nil {
-			return s, err
-		}
-		if v <= 0 {
-			return s, fmt.Errorf("--%s must be positive", f.flag)
-		}
-		*f.dst = v
+	if err := sizeFlags(c, map[string]*int64{"ttfb-size": &s.ttfbSize, "random-size": &s.randomSize}); err != nil {
+		return s, err
+	}
+	if s.ttfbSize <= 0 || s.randomSize <= 0 {
+		return s, fmt.Errorf("--ttfb-size and --random-size must be positive")
 	}
 	if s.readers < 1 || s.opens < 1 || s.randomReads < 1 {
 		return s, fmt.Errorf("--readers, --opens and --random-reads must be at least 1")
@@ -131,7 +123,7 @@ func runBenchDirect(c *cli.Context) error {
 	if err != nil {
 		return err
 	}
-	if s.chunk, err = sizeFlag(c, "part-size"); err != nil {
+	if err := sizeFlags(c, map[string]*int64{"part-size": &s.chunk}); err != nil {
 		return err
 	}
 	s.rangeSize, s.workers = s.chunk, c.Int("concurrency")
@@ -142,12 +134,13 @@ func runBenchDirect(c *cli.Context) error {
 		s.name = "direct"
 	}
 	// The client's connection pool must hold every GET in flight.
-	if err := c.Set("max-concurrency", fmt.Sprint(max(s.workers, s.readers, 64))); err != nil {
+	cfg, err := sourceConfigFrom(c, max(s.workers, s.readers, prefetch.DefaultConcurrency))
+	if err != nil {
 		return err
 	}
 	ctx, stop := signal.NotifyContext(c.Context, syscall.SIGINT, syscall.SIGTERM)
 	defer stop()
-	b, err := openSource(ctx, c, args[0], newLogger(c.App.ErrWriter, "warn"))
+	b, err := openSource(ctx, cfg, args[0], newLogger(c.App.ErrWriter, "warn"))
 	if err != nil {
 		return err
 	}
@@ -170,11 +163,11 @@ func runBenchFiles(c *cli.Context) error {
 	if err != nil {
 		return err
 	}
-	if s.rangeSize, err = sizeFlag(c, "range-size"); err != nil {
+	if err := sizeFlags(c, map[string]*int64{"range-size": &s.rangeSize, "read-size": &s.chunk}); err != nil {
 		return err
 	}
-	if s.chunk, err = sizeFlag(c, "read-size"); err != nil || s.chunk <= 0 {
-		return fmt.Errorf("--read-size must be a positive size (%v)", err)
+	if s.chunk <= 0 {
+		return fmt.Errorf("--read-size must be a positive size")
 	}
 	if s.name == "" {
 		s.name = args[0]

@@ -44,7 +44,7 @@ func cacheCommand() *cli.Command {
 				Action: func(c *cli.Context) error {
 					rep, err := cache.VerifyDir(c.String("cache-dir"))
 					if err != nil {
-						return cacheDirError(c, err)
+						return cacheDirError(c.String("cache-dir"), err)
 					}
 					for _, b := range rep.Bad {
 						fmt.Fprintf(c.App.Writer, "bad slot %d: key %q block %d: %s\n", b.Slot, b.Key, b.Index, b.Reason)
@@ -60,7 +60,7 @@ func cacheCommand() *cli.Command {
 				Name: "clear", Usage: "delete every cached block", Flags: dirFlag(), OnUsageError: usageError,
 				Action: func(c *cli.Context) error {
 					if err := cache.ClearDir(c.String("cache-dir")); err != nil {
-						return cacheDirError(c, err)
+						return cacheDirError(c.String("cache-dir"), err)
 					}
 					fmt.Fprintf(c.App.Writer, "cleared %s\n", c.String("cache-dir"))
 					return nil
@@ -70,9 +70,9 @@ func cacheCommand() *cli.Command {
 	}
 }
 
-func cacheDirError(c *cli.Context, err error) error {
+func cacheDirError(dir string, err error) error {
 	if errors.Is(err, cache.ErrLocked) {
-		return fmt.Errorf("cache dir %s is in use by a running mount: %w", c.String("cache-dir"), err)
+		return fmt.Errorf("cache dir %s is in use by a running mount: %w", dir, err)
 	}
 	return err
 }

@@ -1,10 +1,11 @@
 package main
 
 import (
-	"fmt"
-	"time"
-
 	"github.com/urfave/cli/v2"
+
+	"github.com/shardfs/shardfs/cache"
+	"github.com/shardfs/shardfs/prefetch"
+	"github.com/shardfs/shardfs/store"
 )
 
 // env names the environment variable of a flag: SHARDFS_ plus the flag
@@ -28,47 +29,26 @@ func s3Flags() []cli.Flag {
 		&cli.StringFlag{Name: "region", Usage: "S3 region (default: from the AWS config, else us-east-1)", EnvVars: env("region", "AWS_REGION"), Category: "S3"},
 		&cli.StringFlag{Name: "profile", Usage: "AWS shared-config profile for credentials", EnvVars: env("profile", "AWS_PROFILE"), Category: "S3"},
 		&cli.BoolFlag{Name: "force-path-style", Usage: "address buckets as ENDPOINT/BUCKET (default: on when --endpoint-url is set)", EnvVars: env("force-path-style"), Category: "S3"},
-		&cli.DurationFlag{Name: "retry-timeout", Value: time.Minute, Usage: "how long one read keeps retrying throttling, 5xx, resets and stalls before it fails with EIO", EnvVars: env("retry-timeout"), Category: "S3"},
-		&cli.DurationFlag{Name: "stall-timeout", Value: 30 * time.Second, Usage: "abandon and retry a GET whose body delivers no byte for this long", EnvVars: env("stall-timeout"), Category: "S3"},
+		&cli.DurationFlag{Name: "retry-timeout", Value: store.DefaultRetryPolicy().Budget, Usage: "how long one read keeps retrying throttling, 5xx, resets and stalls before it fails with EIO", EnvVars: env("retry-timeout"), Category: "S3"},
+		&cli.DurationFlag{Name: "stall-timeout", Value: store.DefaultS3Options().StallTimeout, Usage: "abandon and retry a GET whose body delivers no byte for this long", EnvVars: env("stall-timeout"), Category: "S3"},
 	}
 }
 
 func cacheFlags() []cli.Flag {
 	return []cli.Flag{
 		&cli.StringFlag{Name: "cache-dir", Usage: "directory of the persistent NVMe ring cache (default: none, RAM tier only)", EnvVars: env("cache-dir"), Category: "Cache"},
-		&cli.StringFlag{Name: "cache-size", Value: "10GiB", Usage: "bytes the ring cache may use on disk; never exceeded", EnvVars: env("cache-size"), Category: "Cache"},
-		&cli.StringFlag{Name: "memory-cache-size", Value: "64MiB", Usage: "bytes of the RAM tier (0 disables it); kept small because the kernel page cache already holds what readers read", EnvVars: env("memory-cache-size"), Category: "Cache"},
-		&cli.StringFlag{Name: "block-size", Value: "1MiB", Usage: "cache block; random reads fetch whole blocks", EnvVars: env("block-size"), Category: "Cache"},
+		&cli.StringFlag{Name: "cache-size", Value: formatSize(cache.DefaultSize), Usage: "bytes the ring cache may use on disk; never exceeded", EnvVars: env("cache-size"), Category: "Cache"},
+		&cli.StringFlag{Name: "memory-cache-size", Value: formatSize(cache.DefaultMemorySize), Usage: "bytes of the RAM tier (0 disables it); kept small because the kernel page cache already holds what readers read", EnvVars: env("memory-cache-size"), Category: "Cache"},
+		&cli.StringFlag{Name: "block-size", Value: formatSize(cache.DefaultBlockSize), Usage: "cache block; random reads fetch whole blocks", EnvVars: env("block-size"), Category: "Cache"},
 	}
 }
 
 func prefetchFlags() []cli.Flag {
 	return []cli.Flag{
-		&cli.StringFlag{Name: "part-size", Value: "8MiB", Usage: "size of each ranged GET on sequential reads (a multiple of --block-size)", EnvVars: env("part-size"), Category: "Read-ahead"},
-		&cli.StringFlag{Name: "max-prefetch", Value: "256MiB", Usage: "largest read-ahead window of one open file", EnvVars: env("max-prefetch"), Category: "Read-ahead"},
-		&cli.StringFlag{Name: "prefetch-memory", Value: "1GiB", Usage: "bytes fetched ahead across all open files, together; readers wait when it is full", EnvVars: env("prefetch-memory"), Category: "Read-ahead"},
-		&cli.IntFlag{Name: "prefetch-next", Value: 1, Usage: "shards after the current one (in listing order) to start fetching when a reader nears its end", EnvVars: env("prefetch-next"), Category: "Read-ahead"},
-		&cli.IntFlag{Name: "max-concurrency", Value: 64, Usage: "parallel ranged GETs across the mount", EnvVars: env("max-concurrency"), Category: "Read-ahead"},
+		&cli.StringFlag{Name: "part-size", Value: formatSize(prefetch.DefaultPartSize), Usage: "size of each ranged GET on sequential reads (a multiple of --block-size)", EnvVars: env("part-size"), Category: "Read-ahead"},
+		&cli.StringFlag{Name: "max-prefetch", Value: formatSize(prefetch.DefaultMaxPrefetch), Usage: "largest read-ahead window of one open file", EnvVars: env("max-prefetch"), Category: "Read-ahead"},
+		&cli.StringFlag{Name: "prefetch-memory", Value: formatSize(prefetch.DefaultMemory), Usage: "bytes fetched ahead across all open files, together; readers wait when it is full", EnvVars: env("prefetch-memory"), Category: "Read-ahead"},
+		&cli.IntFlag{Name: "prefetch-next", Value: prefetch.DefaultNextShards, Usage: "shards after the current one (in listing order) to start fetching when a reader nears its end (0: none)", EnvVars: env("prefetch-next"), Category: "Read-ahead"},
+		&cli.IntFlag{Name: "max-concurrency", Value: prefetch.DefaultConcurrency, Usage: "parallel ranged GETs across the mount", EnvVars: env("max-concurrency"), Category: "Read-ahead"},
 	}
-}
-
-// sizeFlag reads a size flag, naming the flag in the error.
-func sizeFlag(c *cli.Context, name string) (int64, error) {
-	v, err := parseSize(c.String(name))
-	if err != nil {
-		return 0, fmt.Errorf("--%s: %w", name, err)
-	}
-	return v, nil
-}
-
-// sizeFlagsInto reads several size flags into their destinations.
-func sizeFlagsInto(c *cli.Context, dst map[string]*int64) error {
-	for name, p := range dst {
-		v, err := sizeFlag(c, name)
-		if err != nil {
-			return err
-		}
-		*p = v
-	}
-	return nil
 }

@@ -5,6 +5,8 @@ import (
 	"fmt"
 
 	"github.com/urfave/cli/v2"
+
+	"github.com/shardfs/shardfs/prefetch"
 )
 
 func lsCommand() *cli.Command {
@@ -19,8 +21,12 @@ func lsCommand() *cli.Command {
 			if err != nil {
 				return err
 			}
+			cfg, err := sourceConfigFrom(c, prefetch.DefaultConcurrency)
+			if err != nil {
+				return err
+			}
 			log := newLogger(c.App.ErrWriter, "warn")
-			b, err := openSource(c.Context, c, args[0], log)
+			b, err := openSource(c.Context, cfg, args[0], log)
 			if err != nil {
 				return err
 			}

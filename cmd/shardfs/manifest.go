@@ -3,6 +3,8 @@ package main
 import (
 	"github.com/urfave/cli/v2"
 
+	"github.com/shardfs/shardfs/prefetch"
+
 	"github.com/shardfs/shardfs/store"
 )
 
@@ -18,7 +20,11 @@ func manifestCommand() *cli.Command {
 			if err != nil {
 				return err
 			}
-			b, err := openSource(c.Context, c, args[0], newLogger(c.App.ErrWriter, "warn"))
+			cfg, err := sourceConfigFrom(c, prefetch.DefaultConcurrency)
+			if err != nil {
+				return err
+			}
+			b, err := openSource(c.Context, cfg, args[0], newLogger(c.App.ErrWriter, "warn"))
 			if err != nil {
 				return err
 			}

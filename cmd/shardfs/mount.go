@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"fmt"
+	"io"
 	"log/slog"
 	"os"
 	"os/signal"
@@ -23,8 +24,8 @@ func mountCommand() *cli.Command {
 		&cli.StringFlag{Name: "log-file", Usage: "daemon log (default: ~/.cache/shardfs/logs/MOUNTPOINT.log); foreground logs to stderr", EnvVars: env("log-file")},
 		&cli.StringFlag{Name: "log-level", Value: "info", Usage: "debug, info, warn or error", EnvVars: env("log-level")},
 		&cli.BoolFlag{Name: "allow-other", Usage: "let other users read the mount (needs user_allow_other in /etc/fuse.conf)", EnvVars: env("allow-other")},
-		&cli.IntFlag{Name: "uid", Value: os.Getuid(), Usage: "owner of every file", EnvVars: env("uid")},
-		&cli.IntFlag{Name: "gid", Value: os.Getgid(), Usage: "group of every file", EnvVars: env("gid")},
+		&cli.IntFlag{Name: "uid", Value: defaultUID, Usage: "owner of every file", EnvVars: env("uid")},
+		&cli.IntFlag{Name: "gid", Value: defaultGID, Usage: "group of every file", EnvVars: env("gid")},
 		&cli.IntFlag{Name: "read-ahead-kb", Value: shardfs.DefaultKernelOptions().ReadAheadKB, Usage: "kernel read-ahead of the mount in KiB (0: kernel default)", EnvVars: env("read-ahead-kb"), Category: "Kernel"},
 		&cli.IntFlag{Name: "max-background", Value: shardfs.DefaultKernelOptions().MaxBackground, Usage: "FUSE requests the kernel keeps in flight", EnvVars: env("max-background"), Category: "Kernel"},
 		&cli.StringFlag{Name: "manifest", Usage: "take the listing from this file (shardfs manifest SOURCE > FILE) instead of listing the bucket", EnvVars: env("manifest")},
@@ -47,6 +48,10 @@ func mountCommand() *cli.Command {
 			if err != nil {
 				return err
 			}
+			cfg, err := mountConfigFrom(c)
+			if err != nil {
+				return err
+			}
 			if !c.Bool("foreground") {
 				logPath := c.String("log-file")
 				if logPath == "" {
@@ -56,7 +61,7 @@ func mountCommand() *cli.Command {
 				return daemonize(os.Args[1:], logPath)
 			}
 			ready := newReadyReporter()
-			err = runMount(c, args[0], args[1], ready)
+			err = runMount(c.Context, c.App.ErrWriter, cfg, args[0], args[1], ready)
 			if err != nil {
 				ready.failed(err)
 			}
@@ -66,9 +71,8 @@ func mountCommand() *cli.Command {
 }
 
 // runMount mounts and serves until a signal or an external unmount.
-func runMount(c *cli.Context, source, dir string, ready *readyReporter) error {
-	logOut := c.App.ErrWriter
-	if p := c.String("log-file"); p != "" && ready == nil {
+func runMount(parent context.Context, logOut io.Writer, cfg mountConfig, source, dir string, ready *readyReporter) error {
+	if p := cfg.LogFile; p != "" && ready == nil {
 		f, err := os.OpenFile(p, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
 		if err != nil {
 			return fmt.Errorf("log file: %w", err)
@@ -76,16 +80,16 @@ func runMount(c *cli.Context, source, dir string, ready *readyReporter) error {
 		defer f.Close()
 		logOut = f
 	}
-	log := newLogger(logOut, c.String("log-level"))
+	log := newLogger(logOut, cfg.LogLevel)
 
-	ctx, stop := signal.NotifyContext(c.Context, syscall.SIGINT, syscall.SIGTERM)
+	ctx, stop := signal.NotifyContext(parent, syscall.SIGINT, syscall.SIGTERM)
 	defer stop()
 
 	mountpoint, err := checkMountpoint(dir)
 	if err != nil {
 		return err
 	}
-	m, err := newMountWiring(ctx, c, source, mountpoint, log)
+	m, err := newMountWiring(ctx, cfg, source, mountpoint, log)
 	if err != nil {
 		return err
 	}

@@ -9,8 +9,6 @@ import (
 	"os"
 	"time"
 
-	"github.com/urfave/cli/v2"
-
 	"github.com/shardfs/shardfs/store"
 )
 
@@ -25,35 +23,24 @@ type backend struct {
 
 // openSource parses SOURCE, builds its store and lists it. Failures come
 // back as one line that names the problem.
-func openSource(ctx context.Context, c *cli.Context, arg string, log *slog.Logger) (*backend, error) {
+func openSource(ctx context.Context, cfg sourceConfig, arg string, log *slog.Logger) (*backend, error) {
 	src, err := store.ParseSource(arg)
 	if err != nil {
 		return nil, err
 	}
 	var raw store.Store
 	if src.IsS3() {
-		endpoint := c.String("endpoint-url")
-		pathStyle := c.Bool("force-path-style")
-		if endpoint != "" && !c.IsSet("force-path-style") {
-			pathStyle = true
-		}
-		raw, err = store.NewS3(ctx, src, store.S3Options{
-			Endpoint: endpoint, Region: c.String("region"), Profile: c.String("profile"),
-			ForcePathStyle: pathStyle, StallTimeout: c.Duration("stall-timeout"),
-			MaxConns: c.Int("max-concurrency") * 2,
-		})
+		raw, err = store.NewS3(ctx, src, cfg.S3)
 	} else {
 		raw, err = store.NewLocal(src.Dir)
 	}
 	if err != nil {
-		return nil, describeSourceError(c, src, err)
+		return nil, describeSourceError(cfg, src, err)
 	}
 	b := &backend{src: src, meter: store.WithMetering(raw)}
-	policy := store.DefaultRetryPolicy()
-	policy.Budget = c.Duration("retry-timeout")
-	b.retry = store.WithRetry(b.meter, policy, log)
+	b.retry = store.WithRetry(b.meter, cfg.Retry, log)
 
-	if path := manifestPath(c); path != "" {
+	if path := cfg.Manifest; path != "" {
 		f, err := os.Open(path)
 		if err != nil {
 			return nil, fmt.Errorf("--manifest: %w", err)
@@ -70,24 +57,14 @@ func openSource(ctx context.Context, c *cli.Context, arg string, log *slog.Logge
 	startup := store.WithRetry(b.meter, store.RetryPolicy{Attempts: 3, BaseDelay: 200 * time.Millisecond, MaxDelay: time.Second}, log)
 	b.objects, err = startup.List(ctx)
 	if err != nil {
-		return nil, describeSourceError(c, src, err)
+		return nil, describeSourceError(cfg, src, err)
 	}
 	return b, nil
 }
 
-// manifestPath is --manifest where the command has it.
-func manifestPath(c *cli.Context) string {
-	for _, f := range c.Command.Flags {
-		if f.Names()[0] == "manifest" {
-			return c.String("manifest")
-		}
-	}
-	return ""
-}
-
 // describeSourceError turns a backend failure into the line a user reads.
-func describeSourceError(c *cli.Context, src store.Source, err error) error {
-	endpoint := c.String("endpoint-url")
+func describeSourceError(cfg sourceConfig, src store.Source, err error) error {
+	endpoint := cfg.S3.Endpoint
 	if endpoint == "" {
 		endpoint = "AWS S3"
 	}

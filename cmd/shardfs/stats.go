@@ -3,6 +3,7 @@ package main
 import (
 	"encoding/json"
 	"fmt"
+	"io"
 	"os"
 	"path/filepath"
 	"sort"
@@ -42,13 +43,13 @@ func statsCommand() *cli.Command {
 			if err := json.Unmarshal(raw, &samples); err != nil {
 				return fmt.Errorf("reading %s: %w", path, err)
 			}
-			return printStats(c, samples)
+			return printStats(c.App.Writer, samples)
 		},
 	}
 }
 
-func printStats(c *cli.Context, samples []metrics.Sample) error {
-	w := tabwriter.NewWriter(c.App.Writer, 2, 4, 2, ' ', 0)
+func printStats(out io.Writer, samples []metrics.Sample) error {
+	w := tabwriter.NewWriter(out, 2, 4, 2, ' ', 0)
 	fmt.Fprintln(w, "METRIC\tLABELS\tVALUE")
 	for _, s := range samples {
 		name := strings.TrimPrefix(s.Name, "shardfs_")

@@ -13,20 +13,26 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/schollz/progressbar/v3"
 	"github.com/urfave/cli/v2"
+	"golang.org/x/sync/errgroup"
 
 	"github.com/shardfs/shardfs/cache"
+	"github.com/shardfs/shardfs/prefetch"
 	"github.com/shardfs/shardfs/store"
 )
+
+// defaultWarmConcurrency keeps a node's link busy without the read-ahead
+// budget of a mount behind it.
+const defaultWarmConcurrency = 32
 
 func warmCommand() *cli.Command {
 	flags := []cli.Flag{
 		&cli.IntFlag{Name: "rank", Usage: "this node's rank: warm shards[rank::world]", EnvVars: env("rank", "RANK")},
 		&cli.IntFlag{Name: "world", Value: 1, Usage: "number of nodes sharing the dataset", EnvVars: env("world", "WORLD_SIZE")},
 		&cli.StringFlag{Name: "include", Usage: "only keys matching this glob (e.g. 'train/*.tar')", EnvVars: env("include")},
-		&cli.IntFlag{Name: "concurrency", Value: 32, Usage: "parallel part GETs", EnvVars: env("concurrency")},
-		&cli.StringFlag{Name: "part-size", Value: "8MiB", Usage: "size of each ranged GET (a multiple of --block-size)", EnvVars: env("part-size")},
-		&cli.IntFlag{Name: "max-concurrency", Value: 64, Hidden: true, EnvVars: env("max-concurrency")},
+		&cli.IntFlag{Name: "concurrency", Value: defaultWarmConcurrency, Usage: "parallel part GETs", EnvVars: env("concurrency")},
+		&cli.StringFlag{Name: "part-size", Value: formatSize(prefetch.DefaultPartSize), Usage: "size of each ranged GET (a multiple of --block-size)", EnvVars: env("part-size")},
 	}
 	flags = append(flags, s3Flags()...)
 	flags = append(flags, cacheFlags()...)
@@ -64,30 +70,22 @@ func (r *warmResult) record(key string, n int64, err error) {
 	}
 }
 
-// forEach runs the work of newWorker() over items with n workers, each
-// worker keeping its own state (a buffer), until done or ctx ends.
-func forEach[T any](ctx context.Context, items []T, n int, newWorker func() func(T)) {
-	jobs := make(chan T)
-	var wg sync.WaitGroup
-	for range max(n, 1) {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			work := newWorker()
-			for item := range jobs {
-				work(item)
-			}
-		}()
-	}
-	defer wg.Wait()
-	defer close(jobs)
+// forEach runs work over items, n at a time, until done or ctx ends.
+func forEach[T any](ctx context.Context, items []T, n int, work func(T)) {
+	var g errgroup.Group
+	g.SetLimit(max(n, 1))
 	for _, item := range items {
-		select {
-		case jobs <- item:
-		case <-ctx.Done():
-			return
+		if ctx.Err() != nil {
+			break
 		}
+		g.Go(func() error { work(item); return nil })
 	}
+	g.Wait()
+}
+
+// buffers hands out reusable buffers of one size.
+func buffers(size int64) *sync.Pool {
+	return &sync.Pool{New: func() any { return make([]byte, size) }}
 }
 
 func runWarm(c *cli.Context) error {
@@ -99,18 +97,27 @@ func runWarm(c *cli.Context) error {
 	if dir == "" {
 		return fmt.Errorf("--cache-dir is required: warm fills a cache directory")
 	}
+	workers := c.Int("concurrency")
+	srcCfg, err := sourceConfigFrom(c, max(workers, prefetch.DefaultConcurrency))
+	if err != nil {
+		return err
+	}
+	cacheCfg, err := cacheConfigFrom(c)
+	if err != nil {
+		return err
+	}
+	var partSize int64
+	if err := sizeFlags(c, map[string]*int64{"part-size": &partSize}); err != nil {
+		return err
+	}
 	log := newLogger(c.App.ErrWriter, "warn")
 	ctx, stop := signal.NotifyContext(c.Context, syscall.SIGINT, syscall.SIGTERM)
 	defer stop()
-	b, err := openSource(ctx, c, args[0], log)
+	b, err := openSource(ctx, srcCfg, args[0], log)
 	if err != nil {
 		return err
 	}
 	objs, err := selectShards(b.objects, c.String("include"), c.Int("rank"), c.Int("world"))
-	if err != nil {
-		return err
-	}
-	partSize, err := sizeFlag(c, "part-size")
 	if err != nil {
 		return err
 	}
@@ -120,14 +127,14 @@ func runWarm(c *cli.Context) error {
 			return fmt.Errorf("cache dir %s is owned by a mount of %s at %s, not of %s", dir, owner.Source, owner.MountPoint, b.retry.String())
 		}
 		fmt.Fprintf(c.App.ErrWriter, "warming through the mount at %s (pid %d)\n", owner.MountPoint, owner.PID)
-		res = warmThroughMount(ctx, c.App.ErrWriter, owner.MountPoint, objs, c.Int("concurrency"), int(partSize))
+		res = warmThroughMount(ctx, c.App.ErrWriter, owner.MountPoint, objs, workers, int(partSize))
 	} else {
-		cc, err := openCache(ctx, c, b.retry.String(), log)
+		cc, err := openCache(ctx, cacheCfg, b.retry.String(), log)
 		if err != nil {
 			return err
 		}
 		defer cc.Close()
-		res, err = warmCache(ctx, c.App.ErrWriter, b.retry, cc, objs, partSize, c.Int("concurrency"))
+		res, err = warmCache(ctx, c.App.ErrWriter, b.retry, cc, objs, partSize, workers)
 		if err != nil {
 			return err
 		}
@@ -161,20 +168,20 @@ func warmCache(ctx context.Context, out io.Writer, st store.Store, c *cache.Cach
 	}
 	start := time.Now()
 	bar := startProgress(out, "warm", total)
-	forEach(ctx, todo, workers, func() func(part) {
-		buf := make([]byte, partSize)
-		return func(p part) {
-			n, err := st.ReadRange(ctx, p.obj, p.off, buf[:p.len])
-			if err != nil && !errors.Is(err, io.EOF) {
-				res.record(p.obj.Key, 0, err)
-				return
-			}
-			c.PutAhead(p.obj, p.off, buf[:n])
-			bar.add(int64(n))
-			res.record(p.obj.Key, int64(n), nil)
+	bufs := buffers(partSize)
+	forEach(ctx, todo, workers, func(p part) {
+		buf := bufs.Get().([]byte)
+		defer bufs.Put(buf)
+		n, err := st.ReadRange(ctx, p.obj, p.off, buf[:p.len])
+		if err != nil && !errors.Is(err, io.EOF) {
+			res.record(p.obj.Key, 0, err)
+			return
 		}
+		c.PutAhead(p.obj, p.off, buf[:n])
+		bar.Add64(int64(n))
+		res.record(p.obj.Key, int64(n), nil)
 	})
-	bar.finish()
+	bar.Finish()
 	res.elapsed = time.Since(start)
 	return res, nil
 }
@@ -198,19 +205,19 @@ func warmThroughMount(ctx context.Context, out io.Writer, mnt string, objs []sto
 	}
 	start := time.Now()
 	bar := startProgress(out, "warm", total)
-	forEach(ctx, objs, workers/4, func() func(store.Object) {
-		buf := make([]byte, bufSize)
-		return func(o store.Object) {
-			n, err := readWhole(ctx, filepath.Join(mnt, o.Key), buf, bar)
-			res.record(o.Key, n, err)
-		}
+	bufs := buffers(int64(bufSize))
+	forEach(ctx, objs, workers/4, func(o store.Object) {
+		buf := bufs.Get().([]byte)
+		defer bufs.Put(buf)
+		n, err := readWhole(ctx, filepath.Join(mnt, o.Key), buf, bar)
+		res.record(o.Key, n, err)
 	})
-	bar.finish()
+	bar.Finish()
 	res.elapsed = time.Since(start)
 	return res
 }
 
-func readWhole(ctx context.Context, path string, buf []byte, bar *progress) (int64, error) {
+func readWhole(ctx context.Context, path string, buf []byte, bar *progressbar.ProgressBar) (int64, error) {
 	f, err := os.Open(path)
 	if err != nil {
 		return 0, err
@@ -220,7 +227,7 @@ func readWhole(ctx context.Context, path string, buf []byte, bar *progress) (int
 	for ctx.Err() == nil {
 		n, err := f.Read(buf)
 		total += int64(n)
-		bar.add(int64(n))
+		bar.Add64(int64(n))
 		if err == io.EOF {
 			return total, nil
 		}

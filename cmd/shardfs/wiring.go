@@ -8,8 +8,6 @@ import (
 	"os"
 	"runtime/debug"
 
-	"github.com/urfave/cli/v2"
-
 	"github.com/shardfs/shardfs/cache"
 	shardfs "github.com/shardfs/shardfs/fs"
 	"github.com/shardfs/shardfs/metrics"
@@ -28,18 +26,18 @@ type mountWiring struct {
 	closers  []func()
 }
 
-func newMountWiring(ctx context.Context, c *cli.Context, source, mountpoint string, log *slog.Logger) (_ *mountWiring, err error) {
+func newMountWiring(ctx context.Context, cfg mountConfig, source, mountpoint string, log *slog.Logger) (_ *mountWiring, err error) {
 	m := &mountWiring{}
 	defer func() {
 		if err != nil {
 			m.Close()
 		}
 	}()
-	m.backend, err = openSource(ctx, c, source, log)
+	m.backend, err = openSource(ctx, cfg.Source, source, log)
 	if err != nil {
 		return nil, err
 	}
-	m.cache, err = openCache(ctx, c, m.backend.retry.String(), log)
+	m.cache, err = openCache(ctx, cfg.Cache, m.backend.retry.String(), log)
 	if err != nil {
 		return nil, err
 	}
@@ -48,7 +46,7 @@ func newMountWiring(ctx context.Context, c *cli.Context, source, mountpoint stri
 			log.Warn("closing cache", "err", err)
 		}
 	})
-	if dir := c.String("cache-dir"); dir != "" {
+	if dir := cfg.Cache.Dir; dir != "" {
 		remove, err := writeCacheOwner(dir, cacheOwner{Source: m.backend.retry.String(), MountPoint: mountpoint, PID: os.Getpid()})
 		if err != nil {
 			log.Warn("cache dir: cannot record the owning mount; shardfs warm will not find it", "err", err)
@@ -56,18 +54,15 @@ func newMountWiring(ctx context.Context, c *cli.Context, source, mountpoint stri
 			m.closers = append(m.closers, remove)
 		}
 	}
-	m.prefetch, err = newPrefetcher(c, m.cache, m.backend.retry, m.backend.objects, log)
-	if err != nil {
-		return nil, err
-	}
+	m.prefetch = newPrefetcher(cfg.Prefetch, m.cache, m.backend.retry, m.backend.objects, log)
 	m.closers = append(m.closers, m.prefetch.Close)
-	setMemoryLimit(c, m.prefetch.Config().Memory, log)
+	setMemoryLimit(cfg.Prefetch.Memory, cfg.Cache.MemorySize, log)
 	m.metrics = metrics.New()
 	registerPrefetchMetrics(m.metrics, m.prefetch)
 	registerCacheMetrics(m.metrics, m.cache)
 	m.metrics.GaugeFunc("shardfs_daemon_pid", "Process id of the mount daemon (shardfs unmount waits for it).", func() float64 { return float64(os.Getpid()) })
 	registerStoreMetrics(m.metrics, m.backend.meter, m.backend.retry)
-	if addr := c.String("metrics-addr"); addr != "" {
+	if addr := cfg.MetricsAddr; addr != "" {
 		srv, err := m.metrics.Serve(addr)
 		if err != nil {
 			return nil, err
@@ -88,20 +83,16 @@ func newMountWiring(ctx context.Context, c *cli.Context, source, mountpoint stri
 		Cache:       m.cache,
 		Prefetcher:  prefetcher{m.prefetch},
 		MountPoint:  mountpoint,
-		UID:         uint32(c.Int("uid")),
-		GID:         uint32(c.Int("gid")),
+		UID:         cfg.UID,
+		GID:         cfg.GID,
 		Log:         log,
 	})
 	if err != nil {
 		return nil, err
 	}
 	files.root = m.root
-	m.kernel = shardfs.DefaultKernelOptions()
+	m.kernel = cfg.Kernel
 	m.kernel.FSName = m.backend.retry.String()
-	m.kernel.ReadAheadKB = c.Int("read-ahead-kb")
-	m.kernel.MaxBackground = c.Int("max-background")
-	m.kernel.AllowOther = c.Bool("allow-other")
-	m.kernel.Debug = c.Bool("debug-fuse")
 	return m, nil
 }
 
@@ -113,13 +104,9 @@ func (m *mountWiring) Close() {
 	m.closers = nil
 }
 
-// openCache opens the cache that --cache-dir, --cache-size,
-// --memory-cache-size and --block-size describe, for one source.
-func openCache(ctx context.Context, c *cli.Context, namespace string, log *slog.Logger) (*cache.Cache, error) {
-	cfg := cache.Config{Dir: c.String("cache-dir"), Namespace: namespace}
-	if err := sizeFlagsInto(c, map[string]*int64{"cache-size": &cfg.Size, "memory-cache-size": &cfg.MemorySize, "block-size": &cfg.BlockSize}); err != nil {
-		return nil, err
-	}
+// openCache opens the cache cfg describes for one source.
+func openCache(ctx context.Context, cfg cache.Config, namespace string, log *slog.Logger) (*cache.Cache, error) {
+	cfg.Namespace = namespace
 	cc, err := cache.Open(ctx, cfg, log)
 	if err != nil {
 		if errors.Is(err, cache.ErrLocked) {
@@ -137,11 +124,7 @@ func openCache(ctx context.Context, c *cli.Context, namespace string, log *slog.
 // room (48 MiB) was measured with 32 readers under a 256 MiB budget: 64 MiB
 // added 10-15 MiB of RSS, 32 MiB cost a tenth of their throughput in
 // collections.
-func setMemoryLimit(c *cli.Context, prefetchMemory int64, log *slog.Logger) {
-	ram, err := sizeFlag(c, "memory-cache-size")
-	if err != nil {
-		return
-	}
+func setMemoryLimit(prefetchMemory, ram int64, log *slog.Logger) {
 	const overhead = 48 << 20
 	limit := prefetchMemory + ram + overhead
 	debug.SetMemoryLimit(limit)

@@ -26,6 +26,7 @@ type mountState struct {
 	objects   map[string]store.Object // visible path -> object
 	mountTime time.Time
 	handles   atomic.Uint64
+	hints     hintCounters
 }
 
 // Root is the root directory of a mount.
@@ -107,6 +108,9 @@ func (r *Root) Object(path string) (store.Object, bool) {
 	obj, ok := r.m.objects[path]
 	return obj, ok
 }
+
+// HintStats counts the lines written to the hints file.
+func (r *Root) HintStats() HintStats { return r.m.hints.stats() }
 
 // ReadAt reads shard bytes through the mount's read path; the GPU side
 // interface uses it to fill registered buffers.

@@ -1,10 +1,7 @@
 package fs
 
 import (
-	"bufio"
-	"bytes"
 	"context"
-	"strings"
 	"sync"
 	"syscall"
 
@@ -183,12 +180,13 @@ func (h *hintsHandle) Read(ctx context.Context, dest []byte, off int64) (fuse.Re
 func (h *hintsHandle) Write(ctx context.Context, data []byte, off int64) (uint32, syscall.Errno) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
-	buf := append(h.partial, data...)
-	last := bytes.LastIndexByte(buf, '\n')
-	h.partial = append([]byte(nil), buf[last+1:]...)
-	if last >= 0 {
-		h.m.hint(buf[:last+1])
+	lines, rest, err := splitHints(h.partial, data)
+	h.partial = rest
+	if err != nil {
+		h.m.hints.refused.Add(1)
+		return 0, syscall.E2BIG
 	}
+	h.m.hint(lines)
 	return uint32(len(data)), 0
 }
 
@@ -196,31 +194,35 @@ func (h *hintsHandle) Flush(ctx context.Context) syscall.Errno {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	if len(h.partial) > 0 {
-		h.m.hint(h.partial)
+		h.m.hint([][]byte{h.partial})
 		h.partial = nil
 	}
 	return 0
 }
 
 // hint resolves paths and hands the known ones to the prefetcher.
-func (m *mountState) hint(lines []byte) {
+func (m *mountState) hint(lines [][]byte) {
 	var objs []store.Object
-	sc := bufio.NewScanner(bytes.NewReader(lines))
-	for sc.Scan() {
-		path := strings.TrimSpace(sc.Text())
-		if m.opts.MountPoint != "" {
-			path = strings.TrimPrefix(path, strings.TrimSuffix(m.opts.MountPoint, "/")+"/")
-		}
-		path = strings.Trim(path, "/")
+	var unknown uint64
+	var first string
+	for _, line := range lines {
+		path := hintPath(line, m.opts.MountPoint)
 		if path == "" {
 			continue
 		}
 		obj, ok := m.objects[path]
 		if !ok {
-			m.opts.Log.Warn("hint names no file of the mount", "path", path)
+			if unknown == 0 {
+				first = path
+			}
+			unknown++
 			continue
 		}
 		objs = append(objs, obj)
+	}
+	m.hints.lines.Add(uint64(len(objs)))
+	if unknown > 0 {
+		m.hints.unknownPaths(m.opts.Log, unknown, first)
 	}
 	if len(objs) > 0 && m.opts.Prefetcher != nil {
 		m.opts.Prefetcher.Hint(objs...)

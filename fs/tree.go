@@ -28,6 +28,8 @@ func newTreeDir() *treeDir {
 // result does not depend on listing order:
 //   - "/" separates directories; empty, "." and ".." components make a key
 //     unrepresentable and it is skipped.
+//   - A key that is, or lies under, the side directory (SideDir) is
+//     shadowed by it.
 //   - When "a" is an object and also a directory (because "a/b" exists),
 //     the directory wins and the object "a" is shadowed, as mountpoint-s3
 //     does. Shadowed keys are reported so the caller can log them.
@@ -40,6 +42,12 @@ func buildTree(objs []store.Object) (*treeDir, []shadowed) {
 		parts := strings.Split(o.Key, "/")
 		if !validComponents(parts) {
 			skipped = append(skipped, shadowed{o.Key, "key has an empty, '.' or '..' path component"})
+			continue
+		}
+		if parts[0] == SideDir {
+			// The side directory wins, as a directory wins over an object
+			// of the same name.
+			skipped = append(skipped, shadowed{o.Key, "the mount's side directory /" + SideDir + " has this name"})
 			continue
 		}
 		d := root

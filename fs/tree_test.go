@@ -68,3 +68,26 @@ func sameSet(a, b []string) bool {
 	}
 	return reflect.DeepEqual(len(a), len(b))
 }
+
+// A bucket key named like the side directory, or under it, never replaces
+// it: the key is reported, and the side files stay.
+func TestKeysUnderTheSideDirectoryAreShadowed(t *testing.T) {
+	objs := []store.Object{{Key: SideDir}, {Key: SideDir + "/ctl"}, {Key: SideDir + "/x/y.tar"}, {Key: "a.tar"}, {Key: "x/" + SideDir}}
+	root, skipped := buildTree(objs)
+	var got []string
+	for _, s := range skipped {
+		got = append(got, s.Key)
+	}
+	if want := []string{SideDir, SideDir + "/ctl", SideDir + "/x/y.tar"}; !sameSet(got, want) {
+		t.Fatalf("skipped %v, want %v", got, want)
+	}
+	if _, ok := root.dirs[SideDir]; ok {
+		t.Fatal("the tree has a directory where the side directory goes")
+	}
+	if _, ok := root.files[SideDir]; ok {
+		t.Fatal("the tree has a file where the side directory goes")
+	}
+	if _, ok := root.dirs["x"].files[SideDir]; !ok {
+		t.Fatal("a key named like the side directory below the root is a plain file")
+	}
+}

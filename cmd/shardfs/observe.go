@@ -2,6 +2,7 @@ package main
 
 import (
 	"github.com/shardfs/shardfs/cache"
+	shardfs "github.com/shardfs/shardfs/fs"
 	"github.com/shardfs/shardfs/metrics"
 	"github.com/shardfs/shardfs/prefetch"
 	"github.com/shardfs/shardfs/store"
@@ -60,4 +61,11 @@ func registerPrefetchMetrics(m *metrics.Metrics, s *prefetch.Scheduler) {
 	m.CounterFunc("shardfs_prefetch_cancelled_total", "Parts dropped before their GET finished.", stat(func(s prefetch.Stats) float64 { return float64(s.Cancelled) }))
 	m.CounterFunc("shardfs_prefetch_evicted_total", "Prefetched parts dropped to make room for another read.", stat(func(s prefetch.Stats) float64 { return float64(s.Evicted) }))
 	m.CounterFunc("shardfs_prefetch_errors_total", "Read-ahead GETs that failed.", stat(func(s prefetch.Stats) float64 { return float64(s.Errors) }))
+}
+
+// registerHintMetrics exposes what the hints file was sent.
+func registerHintMetrics(m *metrics.Metrics, root *shardfs.Root) {
+	m.CounterFunc("shardfs_hint_lines_total", "Hints lines that named a file of the mount.", func() float64 { return float64(root.HintStats().Lines) })
+	m.CounterFunc("shardfs_hint_unknown_lines_total", "Hints lines that named no file of the mount (logged once per 10 s).", func() float64 { return float64(root.HintStats().Unknown) })
+	m.CounterFunc("shardfs_hint_refused_writes_total", "Writes to the hints file refused with E2BIG: a line longer than 4096 bytes.", func() float64 { return float64(root.HintStats().Refused) })
 }

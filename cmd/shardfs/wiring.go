@@ -91,6 +91,7 @@ func newMountWiring(ctx context.Context, cfg mountConfig, source, mountpoint str
 		return nil, err
 	}
 	files.root = m.root
+	registerHintMetrics(m.metrics, m.root)
 	m.kernel = cfg.Kernel
 	m.kernel.FSName = m.backend.retry.String()
 	return m, nil

@@ -21,6 +21,9 @@ var (
 	ErrUnreachable = errors.New("endpoint unreachable")
 	// ErrInvalidRange: a read outside the object.
 	ErrInvalidRange = errors.New("invalid range")
+	// ErrNoETag: the store gave an object no ETag, so its versions could
+	// not be told apart.
+	ErrNoETag = errors.New("the store returned no ETag")
 )
 
 // Retryable reports whether err is a transient failure worth retrying:
@@ -31,7 +34,7 @@ func Retryable(err error) bool {
 	if err == nil {
 		return false
 	}
-	for _, permanent := range []error{ErrNotFound, ErrNoBucket, ErrChanged, ErrDenied, ErrNoCredentials, ErrInvalidRange} {
+	for _, permanent := range []error{ErrNotFound, ErrNoBucket, ErrChanged, ErrDenied, ErrNoCredentials, ErrInvalidRange, ErrNoETag} {
 		if errors.Is(err, permanent) {
 			return false
 		}

@@ -153,15 +153,21 @@ func (l *Local) path(key string) (string, error) {
 	return filepath.Join(l.root, clean), nil
 }
 
+// object describes a file. Its ETag names the version by size, mtime,
+// ctime and inode: a file rewritten in place with its mtime put back
+// (rsync --inplace -t, touch -r) still gets a new ctime, which no user
+// can set, so its cached blocks are never served for the new content.
 func (l *Local) object(key string, info fs.FileInfo) Object {
 	var ino uint64
+	var ctime int64
 	if st, ok := info.Sys().(*syscall.Stat_t); ok {
 		ino = st.Ino
+		ctime = st.Ctim.Nano()
 	}
 	return Object{
 		Key:     key,
 		Size:    info.Size(),
-		ETag:    fmt.Sprintf("%x-%x-%x", info.Size(), info.ModTime().UnixNano(), ino),
+		ETag:    fmt.Sprintf("%x-%x-%x-%x", info.Size(), info.ModTime().UnixNano(), ctime, ino),
 		ModTime: info.ModTime(),
 	}
 }

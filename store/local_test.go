@@ -1,6 +1,7 @@
 package store_test
 
 import (
+	"errors"
 	"os"
 	"path/filepath"
 	"testing"
@@ -42,4 +43,46 @@ func TestMemConformance(t *testing.T) {
 		m := storetest.NewMem()
 		return m, m.Put
 	}})
+}
+
+// A shard rewritten in place with its size and mtime put back (rsync
+// --inplace -t, touch -r) is a new version: its ctime moved.
+func TestLocalInPlaceRewriteWithMtimeRestoredIsAChange(t *testing.T) {
+	dir := t.TempDir()
+	path := filepath.Join(dir, "a.tar")
+	if err := os.WriteFile(path, []byte("first content"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	s, err := store.NewLocal(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := t.Context()
+	before, err := s.Stat(ctx, "a.tar")
+	if err != nil {
+		t.Fatal(err)
+	}
+	fi, _ := os.Stat(path)
+	time.Sleep(10 * time.Millisecond) // a ctime tick apart
+	f, err := os.OpenFile(path, os.O_WRONLY, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := f.WriteAt([]byte("other"), 0); err != nil {
+		t.Fatal(err)
+	}
+	f.Close()
+	if err := os.Chtimes(path, fi.ModTime(), fi.ModTime()); err != nil {
+		t.Fatal(err)
+	}
+	after, err := s.Stat(ctx, "a.tar")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if after.ETag == before.ETag {
+		t.Fatalf("ETag %s unchanged after an in-place rewrite with mtime restored", after.ETag)
+	}
+	if _, err := s.ReadRange(ctx, before, 0, make([]byte, 5)); !errors.Is(err, store.ErrChanged) {
+		t.Fatalf("read of the old version: %v, want ErrChanged", err)
+	}
 }

@@ -129,10 +129,31 @@ func (s *S3) List(ctx context.Context) ([]Object, error) {
 			})
 		}
 	}
+	if err := s.fillETags(ctx, objs); err != nil {
+		return nil, err
+	}
 	// ListObjectsV2 returns keys in UTF-8 binary order, which is Go's
 	// string order; sorting again costs little and guards odd backends.
 	sortObjects(objs)
 	return objs, nil
+}
+
+// fillETags asks HEAD for the ETag of every listed object that came
+// without one (some gateways leave it out of listings). The ETag is the
+// version: without one, every version of a key would share its cached
+// blocks and If-Match could not tell them apart.
+func (s *S3) fillETags(ctx context.Context, objs []Object) error {
+	for i := range objs {
+		if objs[i].ETag != "" {
+			continue
+		}
+		o, err := s.Stat(ctx, objs[i].Key)
+		if err != nil {
+			return err
+		}
+		objs[i] = o
+	}
+	return nil
 }
 
 func (s *S3) Stat(ctx context.Context, key string) (Object, error) {
@@ -142,6 +163,9 @@ func (s *S3) Stat(ctx context.Context, key string) (Object, error) {
 	})
 	if err != nil {
 		return Object{}, s.wrap("stat "+key, err)
+	}
+	if aws.ToString(out.ETag) == "" {
+		return Object{}, fmt.Errorf("stat %s (shardfs needs one to tell versions apart): %w", key, ErrNoETag)
 	}
 	return Object{
 		Key:     key,
@@ -154,6 +178,11 @@ func (s *S3) Stat(ctx context.Context, key string) (Object, error) {
 func (s *S3) ReadRange(ctx context.Context, obj Object, off int64, p []byte) (int, error) {
 	if off < 0 || off > obj.Size {
 		return 0, fmt.Errorf("read %s at %d: %w", obj.Key, off, ErrInvalidRange)
+	}
+	if obj.ETag == "" {
+		// If-Match: "" would match nothing on some stores and anything
+		// on others.
+		return 0, fmt.Errorf("read %s: %w", obj.Key, ErrNoETag)
 	}
 	want := int64(len(p))
 	if rest := obj.Size - off; want > rest {

@@ -13,12 +13,16 @@ import (
 	"github.com/shardfs/shardfs/store"
 )
 
-// fileNode is one shard.
+// fileNode is one shard, known by its path. Its attributes and the
+// version an open pins come from the mount's current tree; obj is the
+// version it was looked up with, kept for a file a refresh removed while
+// the kernel still holds it.
 type fileNode struct {
 	gofs.Inode
 	readOnly
-	m   *mountState
-	obj store.Object
+	m    *mountState
+	path string
+	obj  store.Object
 }
 
 var (
@@ -26,26 +30,44 @@ var (
 	_ = (gofs.NodeOpener)((*fileNode)(nil))
 )
 
+// current is the version of the file in the current tree.
+func (f *fileNode) current() (store.Object, bool) {
+	return f.m.tree().object(f.path)
+}
+
 func (f *fileNode) Getattr(ctx context.Context, fh gofs.FileHandle, out *fuse.AttrOut) syscall.Errno {
-	out.Mode = syscall.S_IFREG | 0o444
-	out.Nlink = 1
-	out.Size = uint64(f.obj.Size)
-	out.Blocks = (out.Size + 511) / 512
-	out.Blksize = 1 << 20 // tools size their reads from st_blksize
-	f.m.fillOwner(&out.Attr)
-	mt := f.obj.ModTime
-	out.SetTimes(&mt, &mt, &mt)
+	obj, ok := f.current()
+	if !ok {
+		obj = f.obj
+	}
+	f.m.fileAttr(&out.Attr, obj)
 	out.SetTimeout(f.m.opts.AttrTimeout)
 	return 0
 }
 
-// Open keeps the kernel page cache across opens: the ETag pins the
-// content, so cached pages cannot be stale while the listing stands.
+func (m *mountState) fileAttr(a *fuse.Attr, obj store.Object) {
+	a.Mode = syscall.S_IFREG | 0o444
+	a.Nlink = 1
+	a.Size = uint64(obj.Size)
+	a.Blocks = (a.Size + 511) / 512
+	a.Blksize = 1 << 20 // tools size their reads from st_blksize
+	m.fillOwner(a)
+	mt := obj.ModTime
+	a.SetTimes(&mt, &mt, &mt)
+}
+
+// Open pins the version in the current tree for the life of the handle
+// and keeps the kernel page cache across opens: the ETag pins the content,
+// and a refresh that changes it drops the cached pages.
 func (f *fileNode) Open(ctx context.Context, flags uint32) (gofs.FileHandle, uint32, syscall.Errno) {
 	if writeFlags(flags) {
 		return nil, 0, syscall.EROFS
 	}
-	h := &fileHandle{m: f.m, id: f.m.handles.Add(1), state: readState{obj: f.obj}}
+	obj, ok := f.current()
+	if !ok {
+		return nil, 0, syscall.ENOENT
+	}
+	h := &fileHandle{m: f.m, id: f.m.handles.Add(1), state: readState{obj: obj}}
 	return h, fuse.FOPEN_KEEP_CACHE, 0
 }
 

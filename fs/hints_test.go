@@ -51,12 +51,13 @@ func hintsMount(keys ...string) (*mountState, *hintRecorder, *lockedBuffer) {
 	rec := &hintRecorder{}
 	logs := &lockedBuffer{}
 	m := &mountState{
-		opts:    Options{Prefetcher: rec, MountPoint: "/mnt/data", Log: slog.New(slog.NewTextHandler(logs, nil))},
-		objects: map[string]store.Object{},
+		opts: Options{Prefetcher: rec, MountPoint: "/mnt/data", Log: slog.New(slog.NewTextHandler(logs, nil))},
 	}
+	var objs []store.Object
 	for _, k := range keys {
-		m.objects[k] = store.Object{Key: k, Size: 1}
+		objs = append(objs, store.Object{Key: k, Size: 1})
 	}
+	m.current.Store(m.build(objs))
 	return m, rec, logs
 }
 

@@ -3,7 +3,7 @@ package fs
 import (
 	"context"
 	"fmt"
-	"sort"
+	"sync"
 	"sync/atomic"
 	"syscall"
 	"time"
@@ -17,27 +17,32 @@ import (
 // SideDir is the hidden directory of side files.
 const SideDir = ".shardfs"
 
-// mountState is what every node of one mount shares. It is read-only
-// after New except for the handle counter.
+// mountState is what every node of one mount shares. The tree is
+// replaced whole by a refresh; everything else is read-only after New
+// except for the handle counter.
 type mountState struct {
 	opts      Options
 	chain     chain
-	oneShot   chain                   // for reads without a handle
-	objects   map[string]store.Object // visible path -> object
+	oneShot   chain // for reads without a handle
+	current   atomic.Pointer[tree]
 	mountTime time.Time
 	handles   atomic.Uint64
+	mounted   atomic.Bool // the kernel has the root: notifications can be sent
 	hints     hintCounters
 }
+
+// tree is the listing as it stands now.
+func (m *mountState) tree() *tree { return m.current.Load() }
 
 // Root is the root directory of a mount.
 type Root struct {
 	dirNode
-	tree *treeDir
+	refreshMu sync.Mutex // one Update at a time
 }
 
 var (
 	_ = (gofs.NodeOnAdder)((*Root)(nil))
-	_ = (gofs.NodeReaddirer)((*Root)(nil))
+	_ = (gofs.NodeLookuper)((*Root)(nil))
 )
 
 // New builds the tree from opts.Objects. Keys that cannot be shown are
@@ -49,64 +54,45 @@ func New(opts Options) (*Root, error) {
 	if opts.AttrTimeout <= 0 {
 		opts.AttrTimeout = time.Hour
 	}
-	tree, skipped := buildTree(opts.Objects)
-	for _, s := range skipped {
-		opts.Log.Warn("key not shown in the mount", "key", s.Key, "reason", s.Reason)
-	}
 	m := &mountState{
 		opts:      opts,
 		chain:     newChain(opts.Store, opts.Cache, opts.Prefetcher, opts.BlockSize),
 		oneShot:   newOneShotChain(opts.Store, opts.Cache, opts.Prefetcher, opts.BlockSize),
-		objects:   map[string]store.Object{},
 		mountTime: time.Now(),
 	}
-	r := &Root{dirNode: dirNode{m: m, path: ""}, tree: tree}
-	return r, nil
+	m.current.Store(m.build(opts.Objects))
+	return &Root{dirNode: dirNode{m: m, path: ""}}, nil
 }
 
-// OnAdd creates the whole tree as persistent inodes: the listing is known
-// up front, and stable inode numbers follow from the paths.
+// build makes a tree and logs the keys it cannot show.
+func (m *mountState) build(objs []store.Object) *tree {
+	t, skipped := buildTree(objs)
+	for _, s := range skipped {
+		m.opts.Log.Warn("key not shown in the mount", "key", s.Key, "reason", s.Reason)
+	}
+	return t
+}
+
+// OnAdd adds the side directory, the one persistent child; the listing's
+// inodes are made as the kernel looks names up.
 func (r *Root) OnAdd(ctx context.Context) {
-	r.addDir(ctx, &r.Inode, "", r.tree)
 	r.addSideDir(ctx)
+	r.m.mounted.Store(true)
 }
 
-func (r *Root) addDir(ctx context.Context, parent *gofs.Inode, prefix string, d *treeDir) {
-	for name, sub := range d.dirs {
-		path := prefix + name
-		node := &dirNode{m: r.m, path: path}
-		child := parent.NewPersistentInode(ctx, node, gofs.StableAttr{Mode: syscall.S_IFDIR, Ino: inodeNumber(path)})
-		parent.AddChild(name, child, false)
-		r.addDir(ctx, child, path+"/", sub)
+// Lookup finds the side directory by name (readdir does not list it) and
+// everything else in the tree.
+func (r *Root) Lookup(ctx context.Context, name string, out *fuse.EntryOut) (*gofs.Inode, syscall.Errno) {
+	if name == SideDir {
+		r.m.dirAttr(&out.Attr)
+		return r.GetChild(SideDir), 0
 	}
-	for name, obj := range d.files {
-		path := prefix + name
-		r.m.objects[path] = obj
-		node := &fileNode{m: r.m, obj: obj}
-		child := parent.NewPersistentInode(ctx, node, gofs.StableAttr{Mode: syscall.S_IFREG, Ino: inodeNumber(path)})
-		parent.AddChild(name, child, false)
-	}
-}
-
-// Readdir lists the root without the side directory, so that `find` and
-// `ls` show exactly the keys.
-func (r *Root) Readdir(ctx context.Context) (gofs.DirStream, syscall.Errno) {
-	children := r.Children()
-	entries := make([]fuse.DirEntry, 0, len(children))
-	for name, child := range children {
-		if name == SideDir {
-			continue
-		}
-		entries = append(entries, fuse.DirEntry{Name: name, Mode: child.Mode(), Ino: child.StableAttr().Ino})
-	}
-	sort.Slice(entries, func(i, j int) bool { return entries[i].Name < entries[j].Name })
-	return gofs.NewListDirStream(entries), 0
+	return r.dirNode.Lookup(ctx, name, out)
 }
 
 // Object returns the shard at a path relative to the mount root.
 func (r *Root) Object(path string) (store.Object, bool) {
-	obj, ok := r.m.objects[path]
-	return obj, ok
+	return r.m.tree().object(path)
 }
 
 // HintStats counts the lines written to the hints file.

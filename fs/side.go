@@ -20,7 +20,7 @@ const (
 )
 
 func (r *Root) addSideDir(ctx context.Context) {
-	dir := r.NewPersistentInode(ctx, &dirNode{m: r.m, path: SideDir},
+	dir := r.NewPersistentInode(ctx, &sideDir{m: r.m},
 		gofs.StableAttr{Mode: syscall.S_IFDIR, Ino: 2})
 	r.AddChild(SideDir, dir, false)
 	m := r.m
@@ -37,6 +37,22 @@ func (r *Root) addSideDir(ctx context.Context) {
 		child := dir.NewPersistentInode(ctx, f.node, gofs.StableAttr{Mode: syscall.S_IFREG, Ino: f.ino})
 		dir.AddChild(f.name, child, false)
 	}
+}
+
+// sideDir is /.shardfs: its children are the persistent side files, so
+// go-fuse answers its lookups and readdir from them.
+type sideDir struct {
+	gofs.Inode
+	readOnly
+	m *mountState
+}
+
+var _ = (gofs.NodeGetattrer)((*sideDir)(nil))
+
+func (d *sideDir) Getattr(ctx context.Context, f gofs.FileHandle, out *fuse.AttrOut) syscall.Errno {
+	d.m.dirAttr(&out.Attr)
+	out.SetTimeout(d.m.opts.AttrTimeout)
+	return 0
 }
 
 func (m *mountState) capabilities(ctx context.Context) ([]byte, error) {
@@ -210,7 +226,7 @@ func (m *mountState) hint(lines [][]byte) {
 		if path == "" {
 			continue
 		}
-		obj, ok := m.objects[path]
+		obj, ok := m.tree().object(path)
 		if !ok {
 			if unknown == 0 {
 				first = path

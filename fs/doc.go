@@ -1,11 +1,19 @@
 // Package fs owns the FUSE view of a source: a read-only directory tree
-// built once from the listing, one node per key, and one handle per open
-// that serves reads through an ordered chain of readers.
+// made from the listing, and one handle per open that serves reads through
+// an ordered chain of readers.
 //
-// The model follows go-fuse's own fs package: the tree is made of
-// persistent inodes created when the root is added, each node type
-// implements only the small per-operation interfaces it needs, and every
-// operation that would modify the tree answers EROFS.
+// The listing is held as one compact, immutable tree (tree.go: the
+// listing's own slice of objects plus one sorted entry per name); inodes
+// are made only for the names the kernel looks up, so a million keys cost
+// the tree, not a million inodes. A refresh builds a new tree, swaps it in
+// whole and tells the kernel which names, attributes, pages and cached
+// directory listings changed (refresh.go). The kernel is told the mount
+// has no extended attributes and may keep directory listings, so a warm
+// `ls -l` is answered by the kernel alone.
+//
+// The model follows go-fuse's own fs package: each node type implements
+// only the small per-operation interfaces it needs, and every operation
+// that would modify the tree answers EROFS.
 //
 // A read asks each reader of the chain in turn; a reader that cannot serve
 // declines with errDecline and the next one is asked. With read-ahead the

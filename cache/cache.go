@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"os"
 	"sync"
 	"sync/atomic"
 
@@ -31,10 +30,11 @@ type Cache struct {
 }
 
 // Open builds a cache from cfg, which must be valid. It takes the cache dir's
-// lock and rebuilds the ring's index from its slot headers. A dir that
-// cannot be used (unwritable, full) logs one warning and leaves the ring
-// off; Open fails only for an invalid cfg or, with ErrLocked, when another
-// process owns the dir.
+// lock and rebuilds the ring's index from its slot headers. It fails, with
+// one line naming the cause, when the ring cannot be used as asked (a dir
+// that is not the user's own, unwritable or full, a ring of another shape
+// that would be emptied, or, with ErrLocked, a dir another process owns):
+// a cache asked for a disk tier never runs quietly without one.
 func Open(ctx context.Context, cfg Config, log *slog.Logger) (*Cache, error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, err
@@ -58,26 +58,23 @@ func Open(ctx context.Context, cfg Config, log *slog.Logger) (*Cache, error) {
 		return c, nil
 	}
 	if err := c.openRing(ctx); err != nil {
-		if errors.Is(err, ErrLocked) || ctx.Err() != nil {
-			if c.ram != nil {
-				c.ram.close()
-			}
-			return nil, err
+		if c.ram != nil {
+			c.ram.close()
 		}
-		log.Warn("cache dir unusable; caching in memory only", "dir", cfg.Dir, "err", err)
+		return nil, err
 	}
 	return c, nil
 }
 
 func (c *Cache) openRing(ctx context.Context) error {
-	if err := os.MkdirAll(c.cfg.Dir, 0o755); err != nil {
-		return fmt.Errorf("create cache dir: %w", err)
+	if err := CheckDir(c.cfg.Dir); err != nil {
+		return err
 	}
 	lock, err := lockDir(c.cfg.Dir)
 	if err != nil {
 		return err
 	}
-	r, err := openRing(ctx, c.cfg.Dir, geometryFor(c.cfg.Size, c.cfg.BlockSize), &c.stats, c.log)
+	r, err := openRing(ctx, c.cfg, &c.stats, c.log)
 	if err != nil {
 		lock.unlock()
 		return err

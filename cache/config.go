@@ -27,6 +27,12 @@ type Config struct {
 	MemorySize int64  // RAM tier bytes; 0 disables the RAM tier
 	BlockSize  int64  // bytes per block, a multiple of 4 KiB
 	Namespace  string // the source, e.g. "s3://bucket/prefix"; part of every block's identity
+
+	// SizeGiven says Size was asked for rather than defaulted. When it
+	// was not, a ring already in Dir keeps its own size (a cache warmed
+	// with another size is used, not emptied), and a new ring is made no
+	// larger than 90% of what Dir's filesystem has free.
+	SizeGiven bool
 }
 
 // DefaultConfig is a RAM-tier-only cache of the default sizes; set Dir for

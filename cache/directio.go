@@ -21,7 +21,7 @@ type ringFile struct {
 }
 
 func openRingFile(path string, flag int) (*ringFile, error) {
-	f, err := os.OpenFile(path, flag|unix.O_DIRECT, 0o644)
+	f, err := openPrivate(path, flag|unix.O_DIRECT)
 	if err == nil {
 		return &ringFile{f: f, path: path, direct: true}, nil
 	}
@@ -29,7 +29,7 @@ func openRingFile(path string, flag int) (*ringFile, error) {
 		return nil, err
 	}
 	// tmpfs before Linux 6.6 and some network filesystems refuse O_DIRECT.
-	f, err = os.OpenFile(path, flag, 0o644)
+	f, err = openPrivate(path, flag)
 	if err != nil {
 		return nil, err
 	}

@@ -22,7 +22,7 @@ type dirLock struct {
 // lockDir takes dir's lock, or fails with ErrLocked naming the holder.
 func lockDir(dir string) (*dirLock, error) {
 	path := filepath.Join(dir, lockFileName)
-	f, err := os.OpenFile(path, os.O_RDWR|os.O_CREATE, 0o644)
+	f, err := openPrivate(path, os.O_RDWR|os.O_CREATE)
 	if err != nil {
 		return nil, fmt.Errorf("cache lock %s: %w", path, err)
 	}

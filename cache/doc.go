@@ -13,8 +13,13 @@
 // never held in RAM twice.
 //
 // One process owns a cache directory at a time (a lock file naming its pid).
-// An unusable directory disables the ring with one warning; the RAM tier and
-// the network keep serving.
+// The directory is the user's alone (created 0700, files 0600, opened
+// without following links; a directory another user owns or could write is
+// refused). A directory that cannot hold the ring asked for fails Open: a
+// cache asked for a disk tier never runs without one. A ring of another
+// shape is kept when no size is asked for, and otherwise refused, never
+// emptied. A ring that fails during the run is switched off with one
+// warning; the RAM tier and the network keep serving.
 //
 // This package never fetches from a store, never decides what to prefetch
 // and never knows about FUSE; callers put what they fetched and ask for what

@@ -1,9 +1,11 @@
 package cache
 
 import (
+	"context"
 	"fmt"
 	"os"
 	"path/filepath"
+	"strings"
 	"syscall"
 	"testing"
 )
@@ -72,21 +74,52 @@ func TestRingStaysWithinSizeAndEvictsOldestFirst(t *testing.T) {
 	}
 }
 
-func TestChangedGeometryStartsEmptyWithinNewSize(t *testing.T) {
+// A ring made with one size (shardfs warm --cache-size 1GiB) is kept by a
+// cache that asks for no size (a mount without --cache-size), and never
+// emptied silently by one that asks for another: that Open fails, naming
+// both sizes, and leaves the ring as it was.
+func TestAnExistingRingIsKeptOrRefusedNeverEmptied(t *testing.T) {
 	dir := t.TempDir()
 	c := openCache(t, ringConfig(dir, 32))
 	o := newTestObject("g.tar", 4*testBlock)
 	o.putAll(c, 4)
 	c.Close()
 
+	defaulted := ringConfig(dir, 4)
+	c = openCache(t, defaulted)
+	if st := c.Stats(); st.RingUsedSlots != 4 || st.RingSlots != 32 {
+		t.Fatalf("a cache asking for no size: %+v, want the ring's 32 slots with its 4 blocks", st)
+	}
+	mustRead(t, c, o, 0, o.obj.Size)
+	c.Close()
+
+	for name, cfg := range map[string]Config{
+		"another size":       {Dir: dir, Size: ringSizeFor(4), BlockSize: testBlock, SizeGiven: true},
+		"another block size": {Dir: dir, Size: ringSizeFor(32), BlockSize: 2 * testBlock},
+	} {
+		cfg.Namespace = "mem://test"
+		_, err := Open(context.Background(), cfg, nil)
+		if err == nil || !strings.Contains(err.Error(), "would empty it") || strings.Contains(err.Error(), "\n") {
+			t.Fatalf("%s: Open = %v, want one line saying the ring would be emptied", name, err)
+		}
+		t.Logf("%s: %v", name, err)
+	}
+	given := ringConfig(dir, 32)
+	given.SizeGiven = true
+	c = openCache(t, given)
+	mustRead(t, c, o, 0, o.obj.Size)
+	c.Close()
+
+	if err := ClearDir(dir); err != nil {
+		t.Fatal(err)
+	}
 	smaller := ringConfig(dir, 4)
+	smaller.SizeGiven = true
 	c = openCache(t, smaller)
 	if st := c.Stats(); st.RingUsedSlots != 0 || st.RingSlots != 4 {
-		t.Fatalf("after shrinking: %+v, want an empty ring of 4 slots", st)
+		t.Fatalf("after clearing: %+v, want an empty ring of 4 slots", st)
 	}
 	if size, _ := dirBytes(t, dir); size > smaller.Size {
 		t.Fatalf("cache dir holds %d bytes, limit %d", size, smaller.Size)
 	}
-	o.putAll(c, 4)
-	mustRead(t, c, o, 0, o.obj.Size)
 }

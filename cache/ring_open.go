@@ -8,24 +8,30 @@ import (
 	"os"
 	"path/filepath"
 
+	"github.com/dustin/go-humanize"
 	"golang.org/x/sys/unix"
 )
 
 // headerChunk is how many headers one read of the header table covers.
 const headerChunk = 256
 
-// openRing opens (creating or reshaping as needed) the ring file in dir,
-// preallocates it and rebuilds the index from its headers. The caller holds
-// dir's lock.
-func openRing(ctx context.Context, dir string, geo geometry, stats *counters, log *slog.Logger) (*ring, error) {
+// openRing opens (creating as needed) the ring file in cfg.Dir, chooses
+// its shape (chooseGeometry), preallocates it and rebuilds the index from
+// its headers. The caller holds the dir's lock.
+func openRing(ctx context.Context, cfg Config, stats *counters, log *slog.Logger) (*ring, error) {
 	// Lease extents name this path to other processes: make it absolute.
-	abs, err := filepath.Abs(ringPath(dir))
+	abs, err := filepath.Abs(ringPath(cfg.Dir))
 	if err != nil {
 		return nil, fmt.Errorf("cache ring path: %w", err)
 	}
 	file, err := openRingFile(abs, os.O_RDWR|os.O_CREATE)
 	if err != nil {
 		return nil, fmt.Errorf("open cache ring: %w", err)
+	}
+	geo, err := chooseGeometry(file, cfg, log)
+	if err != nil {
+		file.close()
+		return nil, err
 	}
 	r, err := prepareRing(ctx, file, geo, stats, log)
 	if err != nil {
@@ -59,6 +65,71 @@ func prepareRing(ctx context.Context, file *ringFile, geo geometry, stats *count
 	log.Info("cache ring opened", "file", file.path, "slots", geo.slots, "blocks", slots, "bytes", bytes,
 		"damaged_headers", rep.damaged, "truncated_blocks", rep.truncated, "direct_io", file.direct)
 	return r, nil
+}
+
+// chooseGeometry decides the ring's shape. A ring already in the file
+// keeps its shape when cfg asks for it or asks for no size; a ring of
+// another shape is never emptied silently: Open fails with one line naming
+// both shapes. A new ring without a size asked for is made to fit its
+// filesystem, with a warning saying what was chosen.
+func chooseGeometry(file *ringFile, cfg Config, log *slog.Logger) (geometry, error) {
+	want := geometryFor(cfg.Size, cfg.BlockSize)
+	old, ok, err := existingGeometry(file)
+	if err != nil {
+		return geometry{}, err
+	}
+	if ok {
+		switch {
+		case old == want:
+			return want, nil
+		case old.blockSize != cfg.BlockSize:
+			return geometry{}, fmt.Errorf("cache dir %s holds a ring in blocks of %s; --block-size %s would empty it: use --block-size %s, or clear it first (shardfs cache clear --cache-dir %s)",
+				cfg.Dir, humanize.IBytes(uint64(old.blockSize)), humanize.IBytes(uint64(cfg.BlockSize)), humanize.IBytes(uint64(old.blockSize)), cfg.Dir)
+		case !cfg.SizeGiven:
+			log.Info("cache ring keeps the size it was made with", "file", file.path, "bytes", old.fileSize())
+			return old, nil
+		default:
+			return geometry{}, fmt.Errorf("cache dir %s holds a ring of %s (%d bytes); --cache-size %s would empty it: leave --cache-size out (or give %d) to keep its blocks, or clear it first (shardfs cache clear --cache-dir %s) to resize",
+				cfg.Dir, humanize.IBytes(uint64(old.fileSize())), old.fileSize(), humanize.IBytes(uint64(cfg.Size)), old.fileSize(), cfg.Dir)
+		}
+	}
+	if cfg.SizeGiven {
+		return want, nil
+	}
+	var fs unix.Statfs_t
+	if err := unix.Fstatfs(int(file.f.Fd()), &fs); err != nil {
+		return geometry{}, fmt.Errorf("statfs cache dir: %w", err)
+	}
+	room := int64(fs.Bavail) * fs.Bsize / 10 * 9
+	if want.fileSize() <= room {
+		return want, nil
+	}
+	fit := geometryFor(room, cfg.BlockSize)
+	if fit.slots < minSlots {
+		return geometry{}, fmt.Errorf("cache dir %s: its filesystem has %s free, too little for a ring cache; free some space or give --cache-dir elsewhere",
+			cfg.Dir, humanize.IBytes(uint64(fs.Bavail)*uint64(fs.Bsize)))
+	}
+	log.Warn("cache ring made smaller than the default to fit its filesystem; --cache-size sets it", "dir", cfg.Dir,
+		"size", humanize.IBytes(uint64(fit.fileSize())), "default", humanize.IBytes(uint64(want.fileSize())),
+		"free", humanize.IBytes(uint64(fs.Bavail)*uint64(fs.Bsize)))
+	return fit, nil
+}
+
+// existingGeometry reads the shape of the ring already in file, if any.
+func existingGeometry(file *ringFile) (geometry, bool, error) {
+	fi, err := file.f.Stat()
+	if err != nil {
+		return geometry{}, false, fmt.Errorf("stat cache ring: %w", err)
+	}
+	if fi.Size() < int64(superSize) {
+		return geometry{}, false, nil
+	}
+	super := alignedBuffer(superSize)
+	if err := file.readFull(super, 0); err != nil {
+		return geometry{}, false, err
+	}
+	g, ok := decodeSuper(super)
+	return g, ok, nil
 }
 
 // keptBytes returns how many bytes of the existing file can be trusted: its

@@ -59,6 +59,9 @@ func cacheConfigFrom(c *cli.Context) (cache.Config, error) {
 	if err != nil {
 		return cfg, err
 	}
+	// Without --cache-size an existing ring keeps its own size, so a mount
+	// uses what `shardfs warm --cache-size X` filled.
+	cfg.SizeGiven = c.IsSet("cache-size")
 	return cfg, cfg.Validate()
 }
 

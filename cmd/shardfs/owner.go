@@ -24,7 +24,21 @@ func writeCacheOwner(dir string, o cacheOwner) (remove func(), err error) {
 	if err != nil {
 		return nil, err
 	}
-	if err := os.WriteFile(path, raw, 0o644); err != nil {
+	// Written to a new private file and renamed into place: a link planted
+	// at path is replaced, never written through.
+	f, err := os.CreateTemp(dir, ownerFile+".*")
+	if err != nil {
+		return nil, err
+	}
+	_, err = f.Write(raw)
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	if err == nil {
+		err = os.Rename(f.Name(), path)
+	}
+	if err != nil {
+		os.Remove(f.Name())
 		return nil, err
 	}
 	return func() { os.Remove(path) }, nil

@@ -121,6 +121,9 @@ func runWarm(c *cli.Context) error {
 	if err != nil {
 		return err
 	}
+	if err := cache.CheckDir(dir); err != nil {
+		return err // before owner.json is believed: only a dir of the user's own is
+	}
 	var res *warmResult
 	if owner, ok := readCacheOwner(dir); ok {
 		if owner.Source != b.retry.String() {

@@ -12,6 +12,8 @@ import (
 // how many bytes, how many failed and how long reads took.
 type Counters struct {
 	Lists, Stats, GETs atomic.Int64
+	ListRequests       atomic.Int64 // LIST requests (pages) the listings sent
+	ListNanos          atomic.Int64 // summed duration of listings
 	BytesRead          atomic.Int64
 	Errors             atomic.Int64 // requests that failed, the caller still waiting
 	Cancelled          atomic.Int64 // requests abandoned because the caller gave up (a handle closed)
@@ -32,7 +34,9 @@ func WithMetering(s Store) *Metered { return &Metered{Store: s} }
 
 func (m *Metered) List(ctx context.Context) ([]Object, error) {
 	m.C.Lists.Add(1)
-	objs, err := m.Store.List(ctx)
+	start := time.Now()
+	objs, err := m.Store.List(withListRequests(ctx, func() { m.C.ListRequests.Add(1) }))
+	m.C.ListNanos.Add(int64(time.Since(start)))
 	m.count(ctx, err)
 	return objs, err
 }

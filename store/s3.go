@@ -28,11 +28,12 @@ type S3Options struct {
 	ForcePathStyle bool          // on by default when Endpoint is set (cmd decides)
 	MaxConns       int           // HTTP connections kept per host
 	StallTimeout   time.Duration // a body that yields no byte for this long is abandoned
+	ListStreams    int           // LIST streams at once over the common prefixes; 1 lists in one stream
 }
 
 // DefaultS3Options are the settings a mount starts from.
 func DefaultS3Options() S3Options {
-	return S3Options{MaxConns: 128, StallTimeout: 30 * time.Second}
+	return S3Options{MaxConns: 128, StallTimeout: 30 * time.Second, ListStreams: 8}
 }
 
 // Validate rejects options that cannot work, naming the field.
@@ -42,16 +43,19 @@ func (o S3Options) Validate() error {
 		return fmt.Errorf("S3 connections %d: must be at least 1", o.MaxConns)
 	case o.StallTimeout <= 0:
 		return fmt.Errorf("stall timeout %s: must be positive", o.StallTimeout)
+	case o.ListStreams < 1:
+		return fmt.Errorf("list streams %d: must be at least 1", o.ListStreams)
 	}
 	return nil
 }
 
 // S3 reads objects of one bucket under one prefix.
 type S3 struct {
-	client *s3.Client
-	bucket string
-	prefix string
-	stall  time.Duration
+	client  *s3.Client
+	bucket  string
+	prefix  string
+	stall   time.Duration
+	streams int // LIST streams at once
 }
 
 var _ Store = (*S3)(nil)
@@ -100,43 +104,10 @@ func NewS3(ctx context.Context, src Source, opts S3Options) (*S3, error) {
 		o.RequestChecksumCalculation = aws.RequestChecksumCalculationWhenRequired
 		o.ResponseChecksumValidation = aws.ResponseChecksumValidationWhenRequired
 	})
-	return &S3{client: client, bucket: src.Bucket, prefix: src.Prefix, stall: opts.StallTimeout}, nil
+	return &S3{client: client, bucket: src.Bucket, prefix: src.Prefix, stall: opts.StallTimeout, streams: opts.ListStreams}, nil
 }
 
 func (s *S3) String() string { return "s3://" + s.bucket + "/" + s.prefix }
-
-func (s *S3) List(ctx context.Context) ([]Object, error) {
-	var objs []Object
-	pages := s3.NewListObjectsV2Paginator(s.client, &s3.ListObjectsV2Input{
-		Bucket: aws.String(s.bucket),
-		Prefix: aws.String(s.prefix),
-	})
-	for pages.HasMorePages() {
-		page, err := pages.NextPage(ctx)
-		if err != nil {
-			return nil, s.wrap("list "+s.String(), err)
-		}
-		for _, o := range page.Contents {
-			key := strings.TrimPrefix(aws.ToString(o.Key), s.prefix)
-			if key == "" || strings.HasSuffix(key, "/") {
-				continue // the prefix itself or a directory marker
-			}
-			objs = append(objs, Object{
-				Key:     key,
-				Size:    aws.ToInt64(o.Size),
-				ETag:    aws.ToString(o.ETag),
-				ModTime: aws.ToTime(o.LastModified),
-			})
-		}
-	}
-	if err := s.fillETags(ctx, objs); err != nil {
-		return nil, err
-	}
-	// ListObjectsV2 returns keys in UTF-8 binary order, which is Go's
-	// string order; sorting again costs little and guards odd backends.
-	sortObjects(objs)
-	return objs, nil
-}
 
 // fillETags asks HEAD for the ETag of every listed object that came
 // without one (some gateways leave it out of listings). The ETag is the

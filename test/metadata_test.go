@@ -2,10 +2,13 @@ package test
 
 import (
 	"errors"
+	"fmt"
 	"os"
 	"regexp"
+	"strings"
 	"syscall"
 	"testing"
+	"time"
 
 	"golang.org/x/sys/unix"
 )
@@ -50,5 +53,56 @@ func TestNoXattrsAnsweredByTheKernel(t *testing.T) {
 	}
 	if n := len(regexp.MustCompile(`\bLISTXATTR\b`).FindAllString(log, -1)); n != 1 {
 		t.Errorf("9 listxattr calls reached the daemon %d times, want once", n)
+	}
+}
+
+// TestParallelListingMatchesOneStream lists a bucket whose names sort
+// around the '/' separator ("a-b/", "a.c", "a./", "a/") serially and in
+// parallel runs, and checks both against rclone's listing; the parallel
+// listing sends one request for the top and one per run, however many
+// directories there are.
+func TestParallelListingMatchesOneStream(t *testing.T) {
+	const bucket = "meta-list"
+	content := map[string][]byte{}
+	for _, key := range []string{"a.c", "a-b.txt", "zz-top", "a/x", "a-b/y", "a./z", "a/deeper/w", "wrap/train/only"} {
+		content["flat/"+key] = []byte(key)
+	}
+	for d := range 40 {
+		for f := range 3 {
+			key := fmt.Sprintf("flat/d%02d/s%d.tar", d, f)
+			content[key] = []byte(key)
+			wrapped := fmt.Sprintf("wrap/train/d%02d/s%d.tar", d, f)
+			content[wrapped] = []byte(wrapped)
+		}
+	}
+	newBucket(t, bucket, content)
+	for _, prefix := range []string{"flat", "wrap"} {
+		var want []string
+		for key, data := range content {
+			if rest, ok := strings.CutPrefix(key, prefix+"/"); ok {
+				want = append(want, fmt.Sprintf("%d\t%s", len(data), rest))
+			}
+		}
+		source := "s3://" + bucket + "/" + prefix
+		for _, streams := range []string{"1", "4", "64"} {
+			r := mustRun(t, e2e.env(), 2*time.Minute, "ls", source, "--list-streams", streams, "--endpoint-url", e2e.minio.url)
+			got := parseLs(t, r.stdout)
+			assertSameList(t, "shardfs ls "+source+" --list-streams "+streams, got, want)
+			if len(got) != len(want) {
+				t.Errorf("shardfs ls %s --list-streams %s: %d lines for %d objects", source, streams, len(got), len(want))
+			}
+		}
+	}
+	// 48 directories under flat/ in 4 runs: the top page and 4 run pages.
+	m := mountWith(t, e2e.env(), e2e.minio.url, "s3://"+bucket+"/flat", "--list-streams", "4")
+	st := mountStats(t, m.dir)
+	if st["store_list_requests_total"] != 5 {
+		t.Errorf("parallel listing sent %v LIST requests, want 5 (the top, then 4 runs)", st["store_list_requests_total"])
+	}
+	// wrap/ holds only train/: the listing walks into it before splitting.
+	m = mountWith(t, e2e.env(), e2e.minio.url, "s3://"+bucket+"/wrap", "--list-streams", "4")
+	st = mountStats(t, m.dir)
+	if st["store_list_requests_total"] != 6 {
+		t.Errorf("listing wrap/ sent %v LIST requests, want 6 (wrap/, wrap/train/, then 4 runs)", st["store_list_requests_total"])
 	}
 }

@@ -44,6 +44,7 @@ func sourceConfigFrom(c *cli.Context, gets int) (sourceConfig, error) {
 		cfg.S3.ForcePathStyle = true
 	}
 	cfg.S3.StallTimeout = c.Duration("stall-timeout")
+	cfg.S3.ListStreams = c.Int("list-streams")
 	cfg.S3.MaxConns = 2 * gets
 	cfg.Retry.Budget = c.Duration("retry-timeout")
 	if hasFlag(c, "manifest") {

@@ -30,6 +30,7 @@ func s3Flags() []cli.Flag {
 		&cli.StringFlag{Name: "profile", Usage: "AWS shared-config profile for credentials", EnvVars: env("profile", "AWS_PROFILE"), Category: "S3"},
 		&cli.BoolFlag{Name: "force-path-style", Usage: "address buckets as ENDPOINT/BUCKET (default: on when --endpoint-url is set)", EnvVars: env("force-path-style"), Category: "S3"},
 		&cli.DurationFlag{Name: "retry-timeout", Value: store.DefaultRetryPolicy().Budget, Usage: "how long one read keeps retrying throttling, 5xx, resets and stalls before it fails with EIO", EnvVars: env("retry-timeout"), Category: "S3"},
+		&cli.IntFlag{Name: "list-streams", Value: store.DefaultS3Options().ListStreams, Usage: "LIST streams at once: the top of SOURCE is listed with a delimiter and its directories in up to this many ranges together (1: one stream)", EnvVars: env("list-streams"), Category: "S3"},
 		&cli.DurationFlag{Name: "stall-timeout", Value: store.DefaultS3Options().StallTimeout, Usage: "abandon and retry a GET whose body delivers no byte for this long", EnvVars: env("stall-timeout"), Category: "S3"},
 	}
 }

@@ -16,7 +16,9 @@ func registerStoreMetrics(m *metrics.Metrics, meter *store.Metered, retry *store
 	m.CounterFunc("shardfs_store_errors_total", "Store requests that failed.", func() float64 { return float64(c.Errors.Load()) })
 	m.CounterFunc("shardfs_store_cancelled_total", "Store requests abandoned because their reader went away (a handle closed, read-ahead dropped).", func() float64 { return float64(c.Cancelled.Load()) })
 	m.CounterFunc("shardfs_store_get_seconds_total", "Summed latency of ranged GETs.", func() float64 { return float64(c.GETNanos.Load()) / 1e9 })
-	m.CounterFunc("shardfs_store_lists_total", "LIST requests sent to the store.", func() float64 { return float64(c.Lists.Load()) })
+	m.CounterFunc("shardfs_store_lists_total", "Listings of the whole source (each retry counts).", func() float64 { return float64(c.Lists.Load()) })
+	m.CounterFunc("shardfs_store_list_requests_total", "LIST requests (pages) the listings sent to the store.", func() float64 { return float64(c.ListRequests.Load()) })
+	m.CounterFunc("shardfs_store_list_seconds_total", "Time spent listing the source.", func() float64 { return float64(c.ListNanos.Load()) / 1e9 })
 	m.CounterFunc("shardfs_store_retries_total", "Requests retried after throttling, 5xx, resets or stalls.", func() float64 { return float64(retry.Retries()) })
 }
 

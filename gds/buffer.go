@@ -17,6 +17,7 @@ type buffer struct {
 	mu  sync.RWMutex
 	fd  int // kept open to notice the file shrinking under the mapping
 	mem []byte
+	uid uint32 // who registered it: its per-uid limit counts it
 }
 
 // openBuffer opens, checks and maps name (a file directly in dir) for uid,
@@ -138,14 +139,25 @@ func (s *Server) register(handle uint64, uid uint32, in, out []byte) ([]byte, er
 	if s.bufferCount(handle) >= s.cfg.MaxRegistrations {
 		return nil, s.tooManyBuffers()
 	}
-	b, err := openBuffer(s.cfg.ShmDir, req.Name, int64(req.Size), uid)
+	s.mu.Lock()
+	err = s.reserveBufferLocked(uid)
+	s.mu.Unlock()
 	if err != nil {
 		return nil, err
 	}
+	b, err := openBuffer(s.cfg.ShmDir, req.Name, int64(req.Size), uid)
+	if err != nil {
+		s.mu.Lock()
+		s.releaseBufferLocked(uid)
+		s.mu.Unlock()
+		return nil, err
+	}
+	b.uid = uid
 	id := s.nextID.Add(1)
 	s.mu.Lock()
 	st := s.stateLocked(handle, true)
 	if st == nil || len(st.bufs) >= s.cfg.MaxRegistrations {
+		s.releaseBufferLocked(uid)
 		s.mu.Unlock()
 		b.close()
 		if st == nil {
@@ -183,6 +195,9 @@ func (s *Server) unregister(handle uint64, in []byte) error {
 	if st := s.handles[handle]; st != nil {
 		b = st.bufs[req.BufID]
 		delete(st.bufs, req.BufID)
+	}
+	if b != nil {
+		s.releaseBufferLocked(b.uid)
 	}
 	s.mu.Unlock()
 	if b == nil {

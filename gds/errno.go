@@ -24,6 +24,10 @@ import (
 //	EACCES      the daemon itself may not open the shm file
 //	EFBIG       buffer size above Config.MaxBufferSize
 //	EMFILE      handle already holds MaxRegistrations buffers or MaxLeases leases
+//	EBUSY       the caller's uid, or the mount, holds as many buffers or leases
+//	            as its limit allows (limits.go)
+//	ENOSPC      the lease would pin more ring bytes than the uid's or the
+//	            mount's limit; shm file pages could not be allocated
 //	ERANGE      shm file smaller than the size asked; file offset past the
 //	            end of the shard; buffer offset+length past the buffer
 //	EBADF       buffer id not registered on this handle (unknown, unregistered,

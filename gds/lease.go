@@ -46,7 +46,7 @@ func leaseFuncOf(l Leaser) leaseFunc {
 // lease handles LEASE: pin the range's cache extents for this handle. A
 // range not resident is read through the mount once (which caches it) and
 // leased again; when that fails too the caller gets ENODATA and uses READ.
-func (s *Server) lease(ctx context.Context, handle uint64, obj *store.Object, in, out []byte) ([]byte, error) {
+func (s *Server) lease(ctx context.Context, handle uint64, uid uint32, obj *store.Object, in, out []byte) ([]byte, error) {
 	if len(out) < leaseSize {
 		return nil, fmt.Errorf("reply room %d bytes: %w", len(out), ErrShortPayload)
 	}
@@ -74,18 +74,37 @@ func (s *Server) lease(ctx context.Context, handle uint64, obj *store.Object, in
 	// Clipped in uint64: a length of 2^63 or more is a length to the end
 	// of the shard, never a negative one.
 	n := int64(min(req.Length, uint64(o.Size-off), uint64(s.cfg.MaxLeaseBytes)))
+	// Counted before pinning: the pin (and the warming read behind it) is
+	// what the limits are there to bound. The whole blocks a lease pins
+	// are counted, not just the bytes asked for.
+	bs := s.cfg.BlockSize
+	pinned := (off+n+bs-1)/bs*bs - off/bs*bs
+	s.mu.Lock()
+	err = s.reserveLeaseLocked(uid, pinned)
+	s.mu.Unlock()
+	if err != nil {
+		return nil, err
+	}
+	unreserve := func() {
+		s.mu.Lock()
+		s.releaseLeaseLocked(uid, pinned)
+		s.mu.Unlock()
+	}
 	held, err := s.pinRange(ctx, o, off, n)
 	if err != nil {
+		unreserve()
 		return nil, err
 	}
 	if err := fillLeaseReply(&req, held.Extents(), off, n); err != nil {
 		held.Release()
+		unreserve()
 		return nil, err
 	}
 	id := s.nextID.Add(1)
 	s.mu.Lock()
 	st := s.stateLocked(handle, true)
 	if st == nil || len(st.leases) >= s.cfg.MaxLeases {
+		s.releaseLeaseLocked(uid, pinned)
 		s.mu.Unlock()
 		held.Release()
 		if st == nil {
@@ -93,7 +112,7 @@ func (s *Server) lease(ctx context.Context, handle uint64, obj *store.Object, in
 		}
 		return nil, s.tooManyLeases()
 	}
-	st.leases[id] = held
+	st.leases[id] = leaseHold{pin: held, uid: uid, bytes: pinned}
 	s.mu.Unlock()
 	req.LeaseID = id
 	return req.Encode()
@@ -188,8 +207,11 @@ func (s *Server) leaseDrop(handle uint64, in []byte) error {
 	s.mu.Lock()
 	var p pin
 	if st := s.handles[handle]; st != nil {
-		p = st.leases[req.LeaseID]
-		delete(st.leases, req.LeaseID)
+		if l, ok := st.leases[req.LeaseID]; ok {
+			p = l.pin
+			delete(st.leases, req.LeaseID)
+			s.releaseLeaseLocked(l.uid, l.bytes)
+		}
 	}
 	s.mu.Unlock()
 	if p == nil {

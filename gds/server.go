@@ -30,6 +30,13 @@ type Config struct {
 	MaxLeases        int    // leases per handle (default 64)
 	MaxLeaseBytes    int64  // bytes one LEASE pins at most (default 64 MiB)
 	ShmDir           string // where buffer names live (default "/dev/shm")
+
+	// Limits across handles (see limits.go).
+	MaxRegistrationsPerUID   int   // buffers one uid holds, all handles (default 64)
+	MaxRegistrationsPerMount int   // buffers the mount holds (default 256)
+	MaxLeasesPerUID          int   // leases one uid holds (default 256)
+	MaxLeasedBytes           int64 // ring bytes all leases pin (default 4 GiB; set it to half the ring)
+	MaxLeasedBytesPerUID     int64 // ring bytes one uid's leases pin (default 3/4 of MaxLeasedBytes)
 }
 
 func (c Config) withDefaults() Config {
@@ -54,6 +61,21 @@ func (c Config) withDefaults() Config {
 	if c.ShmDir == "" {
 		c.ShmDir = "/dev/shm"
 	}
+	if c.MaxRegistrationsPerUID <= 0 {
+		c.MaxRegistrationsPerUID = 64
+	}
+	if c.MaxRegistrationsPerMount <= 0 {
+		c.MaxRegistrationsPerMount = 256
+	}
+	if c.MaxLeasesPerUID <= 0 {
+		c.MaxLeasesPerUID = 256
+	}
+	if c.MaxLeasedBytes <= 0 {
+		c.MaxLeasedBytes = 4 << 30
+	}
+	if c.MaxLeasedBytesPerUID <= 0 {
+		c.MaxLeasedBytesPerUID = c.MaxLeasedBytes / 4 * 3
+	}
 	return c
 }
 
@@ -70,6 +92,9 @@ type Server struct {
 
 	mu      sync.Mutex
 	handles map[uint64]*handleState
+	perUID  map[uint32]*usage
+	total   usage
+	refused limitCounters
 	closed  bool
 	caps    []byte // capabilities JSON, built once (GPU discovery is slow)
 }
@@ -77,7 +102,14 @@ type Server struct {
 // handleState is what one open file holds. Guarded by Server.mu.
 type handleState struct {
 	bufs   map[uint64]*buffer
-	leases map[uint64]pin
+	leases map[uint64]leaseHold
+}
+
+// leaseHold is one lease and whom it is counted against.
+type leaseHold struct {
+	pin
+	uid   uint32
+	bytes int64
 }
 
 // NewServer returns a server reading through files. leaser may be nil (no
@@ -93,6 +125,7 @@ func NewServer(cfg Config, files Files, leaser Leaser, gpus GPUSource, log *slog
 		gpus:    gpus,
 		log:     log,
 		handles: map[uint64]*handleState{},
+		perUID:  map[uint32]*usage{},
 	}
 }
 
@@ -114,7 +147,7 @@ func (s *Server) Ioctl(ctx context.Context, handle uint64, uid, pid uint32, obj 
 	case CmdRead:
 		reply, err = s.read(ctx, handle, obj, in, out)
 	case CmdLease:
-		reply, err = s.lease(ctx, handle, obj, in, out)
+		reply, err = s.lease(ctx, handle, uid, obj, in, out)
 	case CmdLeaseDrop:
 		err = s.leaseDrop(handle, in)
 	default:
@@ -136,6 +169,7 @@ func (s *Server) Release(handle uint64) {
 	s.mu.Lock()
 	st := s.handles[handle]
 	delete(s.handles, handle)
+	s.releaseStateLocked(st)
 	s.mu.Unlock()
 	st.drop()
 }
@@ -146,6 +180,9 @@ func (s *Server) Close() {
 	s.mu.Lock()
 	handles := s.handles
 	s.handles = map[uint64]*handleState{}
+	for _, st := range handles {
+		s.releaseStateLocked(st)
+	}
 	s.closed = true
 	s.mu.Unlock()
 	for _, st := range handles {
@@ -164,7 +201,7 @@ func (s *Server) isClosed() bool {
 func (s *Server) stateLocked(handle uint64, create bool) *handleState {
 	st := s.handles[handle]
 	if st == nil && create && !s.closed {
-		st = &handleState{bufs: map[uint64]*buffer{}, leases: map[uint64]pin{}}
+		st = &handleState{bufs: map[uint64]*buffer{}, leases: map[uint64]leaseHold{}}
 		s.handles[handle] = st
 	}
 	return st

@@ -7,6 +7,7 @@ import (
 	"github.com/shardfs/shardfs/cache"
 	shardfs "github.com/shardfs/shardfs/fs"
 	"github.com/shardfs/shardfs/gds"
+	"github.com/shardfs/shardfs/metrics"
 	"github.com/shardfs/shardfs/store"
 )
 
@@ -23,9 +24,24 @@ func (f *rootFiles) ReadAt(ctx context.Context, obj store.Object, p []byte, off 
 // newSideServer builds the GPU side interface. Leases need the ring; with
 // no ring, LEASE answers EOPNOTSUPP and capabilities say so.
 func newSideServer(cc *cache.Cache, files *rootFiles, log *slog.Logger) *gds.Server {
+	cfg := gds.Config{BlockSize: cc.BlockSize()}
 	var leaser gds.Leaser
-	if cc.Stats().RingEnabled {
+	if st := cc.Stats(); st.RingEnabled {
 		leaser = cc
+		// Leases may pin half the ring: the other half keeps caching.
+		cfg.MaxLeasedBytes = st.RingSlots * cc.BlockSize() / 2
 	}
-	return gds.NewServer(gds.Config{BlockSize: cc.BlockSize()}, files, leaser, gds.NewNVMLSource(nil), log)
+	return gds.NewServer(cfg, files, leaser, gds.NewNVMLSource(nil), log)
+}
+
+// registerSideMetrics exposes what GPU clients hold and were refused.
+func registerSideMetrics(m *metrics.Metrics, s *gds.Server) {
+	stat := func(f func(gds.LimitStats) float64) func() float64 {
+		return func() float64 { return f(s.Stats()) }
+	}
+	m.GaugeFunc("shardfs_gds_buffers", "Buffers GPU clients have registered.", stat(func(s gds.LimitStats) float64 { return float64(s.Buffers) }))
+	m.GaugeFunc("shardfs_gds_leases", "Leases GPU clients hold.", stat(func(s gds.LimitStats) float64 { return float64(s.Leases) }))
+	m.GaugeFunc("shardfs_gds_leased_bytes", "Ring bytes the held leases pin.", stat(func(s gds.LimitStats) float64 { return float64(s.LeasedBytes) }))
+	m.CounterFunc("shardfs_gds_refused_uid_limit_total", "REGISTER and LEASE requests refused by a per-user limit.", stat(func(s gds.LimitStats) float64 { return float64(s.RefusedUIDLimit) }))
+	m.CounterFunc("shardfs_gds_refused_mount_limit_total", "REGISTER and LEASE requests refused by the mount's limit.", stat(func(s gds.LimitStats) float64 { return float64(s.RefusedMountLimit) }))
 }

@@ -73,6 +73,7 @@ func newMountWiring(ctx context.Context, cfg mountConfig, source, mountpoint str
 	files := &rootFiles{}
 	side := newSideServer(m.cache, files, log)
 	m.closers = append(m.closers, side.Close)
+	registerSideMetrics(m.metrics, side)
 	m.root, err = shardfs.New(shardfs.Options{
 		Side:        side,
 		ObserveRead: m.metrics.ObserveRead,

@@ -27,9 +27,10 @@ type Lease struct {
 
 // Lease pins the ring slots holding obj's bytes [off, off+n), clipped to
 // obj.Size, and describes where those bytes lie. Every block must be in the
-// ring, else ErrNotCached. A slot is CRC-checked the first time a lease or
-// read covers it after Open, so a lease never hands out bytes that failed
-// their check.
+// ring, else ErrNotCached. A slot is read back and CRC-checked the first
+// time a lease covers it after it was written (by this process or, before
+// Open, another), so a lease never hands out bytes that did not pass that
+// check. What a lease promises, and what not, is in docs/SECURITY.md.
 func (c *Cache) Lease(obj store.Object, off, n int64) (*Lease, error) {
 	if off < 0 || n < 0 {
 		return nil, fmt.Errorf("lease %s [%d,+%d): %w", obj.Key, off, n, store.ErrInvalidRange)

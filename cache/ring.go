@@ -37,7 +37,7 @@ type slot struct {
 	crc      uint32
 	gen      uint64
 	state    slotState
-	verified bool // CRC checked since the ring was opened
+	verified bool // read back and CRC-checked since it was written or the ring opened
 	pins     atomic.Int32
 }
 
@@ -212,7 +212,10 @@ func (r *ring) commit(n, length int64, crc uint32) {
 	s.state = slotValid
 	s.length = length
 	s.crc = crc
-	s.verified = true
+	// Not verified: the CRC was computed on the bytes handed to the
+	// device, not on what it holds. A lease, whose bytes a client reads
+	// with no check of its own, reads the slot back once first.
+	s.verified = false
 	r.index[s.key] = n
 	r.usedBytes += length
 	r.usedSlots++

@@ -20,7 +20,7 @@ func benchRing(b *testing.B) (*Cache, store.Object) {
 	obj := store.Object{Key: "bench.tar", Size: 128 << 20, ETag: `"b"`}
 	part := make([]byte, 8<<20)
 	for off := int64(0); off < obj.Size; off += int64(len(part)) {
-		c.PutRange(obj, off, part)
+		putRange(c, obj, off, part)
 	}
 	return c, obj
 }
@@ -36,7 +36,7 @@ func BenchmarkPutRange8MiB(b *testing.B) {
 	for i := 0; b.Loop(); i++ {
 		// A fresh version each time so every block is written.
 		obj := store.Object{Key: "w.tar", Size: int64(len(part)), ETag: string(rune('a'+i%26)) + string(rune(i))}
-		c.PutRange(obj, 0, part)
+		putRange(c, obj, 0, part)
 	}
 }
 
@@ -47,7 +47,7 @@ func BenchmarkReadAtRing(b *testing.B) {
 	p := make([]byte, benchBlock)
 	b.SetBytes(benchBlock)
 	for i := int64(0); b.Loop(); i++ {
-		if _, ok := c.ReadAt(obj, p, (i%128)*benchBlock); !ok {
+		if _, ok := c.ReadAt(obj, p, (i%128)*benchBlock, ForReadAhead); !ok {
 			b.Fatal("miss")
 		}
 	}
@@ -75,7 +75,7 @@ func BenchmarkReadAtRingParallel(b *testing.B) {
 	b.RunParallel(func(pb *testing.PB) {
 		p := make([]byte, benchBlock)
 		for i := int64(0); pb.Next(); i++ {
-			if _, ok := c.ReadAt(obj, p, (i%128)*benchBlock); !ok {
+			if _, ok := c.ReadAt(obj, p, (i%128)*benchBlock, ForReadAhead); !ok {
 				b.Error("miss")
 				return
 			}

@@ -7,8 +7,6 @@ import (
 	"log/slog"
 	"sync"
 	"sync/atomic"
-
-	"github.com/shardfs/shardfs/store"
 )
 
 // Cache holds blocks of object versions in a RAM tier and a persistent
@@ -115,43 +113,6 @@ func (c *Cache) enter() bool {
 }
 
 func (c *Cache) leave() { c.life.RUnlock() }
-
-// Has reports whether block index of obj is cached: in the ring when the
-// ring is on (what survives a restart), else in the RAM tier.
-func (c *Cache) Has(obj store.Object, index int64) bool {
-	if !c.enter() {
-		return false
-	}
-	defer c.leave()
-	k := blockKey{version: versionOfObject(c.cfg.Namespace, obj), index: index}
-	if r := c.liveRing(); r != nil {
-		return r.has(k)
-	}
-	if c.ram != nil {
-		_, ok := c.ram.get(k)
-		return ok
-	}
-	return false
-}
-
-// Holds reports whether the block holding byte off of obj is cached (in
-// the ring, or in the RAM tier), and whether it is in the RAM tier, where
-// reading it ahead gains nothing. Read-ahead asks it so as not to fetch what
-// the cache already has.
-func (c *Cache) Holds(obj store.Object, off int64) (cached, inMemory bool) {
-	if off < 0 || !c.enter() {
-		return false, false
-	}
-	defer c.leave()
-	k := blockKey{version: versionOfObject(c.cfg.Namespace, obj), index: off / c.cfg.BlockSize}
-	if c.ram != nil {
-		if b, ok := c.ram.get(k); ok && int64(len(b)) == blockLength(obj, c.cfg.BlockSize, k.index) {
-			return true, true
-		}
-	}
-	r := c.liveRing()
-	return r != nil && r.has(k), false
-}
 
 // Stats returns a snapshot of the counters.
 func (c *Cache) Stats() Stats {

@@ -48,7 +48,7 @@ func TestConcurrentReadersWritersAndLeases(t *testing.T) {
 							continue
 						}
 						p := make([]byte, n)
-						if got, ok := c.ReadAt(o.obj, p, off); ok && !bytes.Equal(p[:got], o.data[off:off+int64(got)]) {
+						if got, ok := c.ReadAt(o.obj, p, off, ForReadAhead); ok && !bytes.Equal(p[:got], o.data[off:off+int64(got)]) {
 							errs <- fmt.Errorf("%s at %d: wrong bytes", o.obj.Key, off)
 							return
 						}

@@ -111,10 +111,10 @@ func TestWholeBlocksReadStraightIntoTheCallersBufferAreVerified(t *testing.T) {
 	if !directInto(p) {
 		t.Fatal("an aligned block-sized buffer does not take the direct path")
 	}
-	if n, ok := c.ReadAt(o.obj, p, 0); !ok || !bytes.Equal(p[:n], o.data[:testBlock]) {
+	if n, ok := c.ReadAt(o.obj, p, 0, ForReadAhead); !ok || !bytes.Equal(p[:n], o.data[:testBlock]) {
 		t.Fatalf("block 0 read straight into the buffer: ok=%v, bytes equal=%v", ok, bytes.Equal(p[:n], o.data[:testBlock]))
 	}
-	if _, ok := c.ReadAt(o.obj, p, testBlock); ok {
+	if _, ok := c.ReadAt(o.obj, p, testBlock, ForReadAhead); ok {
 		t.Fatal("a flipped block read straight into the buffer was served")
 	}
 	if st := c.Stats(); st.ChecksumFailures != 1 {

@@ -72,7 +72,7 @@ func TestSurvivesKill9(t *testing.T) {
 	for _, o := range manyObjects("more", 60) {
 		for off := int64(0); off < o.obj.Size; off += testBlock {
 			p := make([]byte, testBlock)
-			if n, ok := c.ReadAt(o.obj, p, off); ok && !bytes.Equal(p[:n], o.data[off:off+int64(n)]) {
+			if n, ok := c.ReadAt(o.obj, p, off, ForReadAhead); ok && !bytes.Equal(p[:n], o.data[off:off+int64(n)]) {
 				t.Fatalf("%s at %d: wrong bytes served after kill -9", o.obj.Key, off)
 			}
 		}
@@ -97,11 +97,11 @@ func TestTornSlotIsIgnored(t *testing.T) {
 	if st := c.Stats(); st.ChecksumFailures != 1 {
 		t.Fatalf("checksum failures = %d, want 1", st.ChecksumFailures)
 	}
-	if c.Has(o.obj, 1) {
+	if has(c, o.obj, 1) {
 		t.Fatal("a block that failed its checksum is still indexed")
 	}
 	// The caller refetches and the block is served again.
-	c.PutRange(o.obj, testBlock, o.data[testBlock:2*testBlock])
+	putRange(c, o.obj, testBlock, o.data[testBlock:2*testBlock])
 	mustRead(t, c, o, 0, o.obj.Size)
 }
 
@@ -124,7 +124,7 @@ func TestDataWithoutHeaderIsNotIndexed(t *testing.T) {
 	if got := c.Stats().RingUsedSlots; got != before {
 		t.Fatalf("ring holds %d slots after an orphan write, want %d", got, before)
 	}
-	if c.Has(orphan.obj, 0) {
+	if has(c, orphan.obj, 0) {
 		t.Fatal("data without a header was indexed")
 	}
 	mustRead(t, c, o, 0, o.obj.Size)
@@ -152,7 +152,7 @@ func TestTruncatedRingFile(t *testing.T) {
 	c = openCache(t, cfg)
 	for i, n := range slots {
 		complete := geo.dataOffset(n)+testBlock <= cut
-		if got := c.Has(o.obj, int64(i)); got != complete {
+		if got := has(c, o.obj, int64(i)); got != complete {
 			t.Fatalf("block %d (slot %d): cached=%v, want %v", i, n, got, complete)
 		}
 		if complete {

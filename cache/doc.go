@@ -21,6 +21,13 @@
 // emptied. A ring that fails during the run is switched off with one
 // warning; the RAM tier and the network keep serving.
 //
+// The API is small and speaks in block indexes: Lookup says which tiers
+// hold a block, Get returns one (bytes and the tier that served), ReadAt
+// copies a byte range out, Put stores fetched blocks with a Placement
+// (read-ahead: ring only; random read: RAM and ring; one-shot: RAM only,
+// into free room), and Lease pins ring extents for GPU readers. The
+// caller chooses the placement; the tiers never guess it.
+//
 // This package never fetches from a store, never decides what to prefetch
 // and never knows about FUSE; callers put what they fetched and ask for what
 // they need.

@@ -64,7 +64,7 @@ func TestRingStaysWithinSizeAndEvictsOldestFirst(t *testing.T) {
 	big := newTestObject("big.tar", 3*slots*testBlock)
 	big.putAll(c, 5)
 	for i := range int64(3 * slots) {
-		if want := i >= 2*slots; c.Has(big.obj, i) != want {
+		if want := i >= 2*slots; has(c, big.obj, i) != want {
 			t.Fatalf("block %d of a ring-overflowing object: cached=%v, want %v", i, !want, want)
 		}
 	}

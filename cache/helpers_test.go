@@ -44,7 +44,7 @@ func newTestObject(key string, size int64) testObject {
 func (o testObject) putAll(c *Cache, partBlocks int64) {
 	part := partBlocks * c.BlockSize()
 	for off := int64(0); off < o.obj.Size; off += part {
-		c.PutRange(o.obj, off, o.data[off:min(off+part, o.obj.Size)])
+		putRange(c, o.obj, off, o.data[off:min(off+part, o.obj.Size)])
 	}
 }
 
@@ -104,7 +104,7 @@ func ringConfig(dir string, slots int64) Config {
 func mustRead(t *testing.T, c *Cache, o testObject, off, n int64) {
 	t.Helper()
 	p := make([]byte, n)
-	got, ok := c.ReadAt(o.obj, p, off)
+	got, ok := c.ReadAt(o.obj, p, off, ForReadAhead)
 	if !ok {
 		t.Fatalf("ReadAt(%s, %d, +%d): miss", o.obj.Key, off, n)
 	}
@@ -117,7 +117,7 @@ func mustRead(t *testing.T, c *Cache, o testObject, off, n int64) {
 // mustMiss fails if [off, off+n) is served.
 func mustMiss(t *testing.T, c *Cache, o testObject, off, n int64) {
 	t.Helper()
-	if _, ok := c.ReadAt(o.obj, make([]byte, n), off); ok {
+	if _, ok := c.ReadAt(o.obj, make([]byte, n), off, ForReadAhead); ok {
 		t.Fatalf("ReadAt(%s, %d, +%d): served, want a miss", o.obj.Key, off, n)
 	}
 }
@@ -158,5 +158,29 @@ func patchFile(t *testing.T, path string, off int64, p []byte) {
 	defer f.Close()
 	if _, err := f.WriteAt(p, off); err != nil {
 		t.Fatal(err)
+	}
+}
+
+// has is whether block index of obj is cached where it would survive a
+// restart: in the ring when the ring is on, else in the RAM tier.
+func has(c *Cache, obj store.Object, index int64) bool {
+	if c.liveRing() != nil {
+		return c.Lookup(obj, index).Has(InRing)
+	}
+	return c.Lookup(obj, index).Has(InRAM)
+}
+
+// putRange puts data at byte offset off for a random reader; an offset
+// that is not a block boundary keeps nothing, as no block starts there.
+func putRange(c *Cache, obj store.Object, off int64, data []byte) {
+	if off%c.BlockSize() == 0 {
+		c.Put(obj, off/c.BlockSize(), data, ForRandomRead)
+	}
+}
+
+// putAhead is putRange for read-ahead: the ring alone.
+func putAhead(c *Cache, obj store.Object, off int64, data []byte) {
+	if off%c.BlockSize() == 0 {
+		c.Put(obj, off/c.BlockSize(), data, ForReadAhead)
 	}
 }

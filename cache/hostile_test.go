@@ -43,7 +43,7 @@ func TestClientWritesDuringAReadNeverReachRAMOrTheRing(t *testing.T) {
 	cfg := ringConfig(t.TempDir(), 2*blocks)
 	cfg.MemorySize = 4 * blocks * testBlock
 	c := openCache(t, cfg)
-	c.PutAhead(o.obj, 0, o.data)
+	putAhead(c, o.obj, 0, o.data)
 
 	mem, f := sharedMapping(t, int(testBlock))
 	junk := bytes.Repeat([]byte{0xA5}, int(testBlock))
@@ -58,7 +58,7 @@ func TestClientWritesDuringAReadNeverReachRAMOrTheRing(t *testing.T) {
 	}()
 	for i := range int64(blocks) {
 		// One block at a time, so each is read straight into the mapping.
-		c.ReadAtPromoting(o.obj, mem, i*testBlock)
+		c.ReadAt(o.obj, mem, i*testBlock, ForOneShot)
 	}
 	stop.Store(true)
 	wg.Wait()
@@ -69,11 +69,11 @@ func TestClientWritesDuringAReadNeverReachRAMOrTheRing(t *testing.T) {
 	c.ram.settle()
 	for i := range int64(blocks) {
 		want := o.data[i*testBlock : (i+1)*testBlock]
-		if b, ok := c.MemBlock(o.obj, i); ok && !bytes.Equal(b, want) {
+		if b, _, ok := c.Get(o.obj, i, InRAM); ok && !bytes.Equal(b, want) {
 			t.Fatalf("RAM tier holds the client's bytes for block %d", i)
 		}
 		got := make([]byte, testBlock)
-		if n, ok := c.ReadAt(o.obj, got, i*testBlock); !ok || int64(n) != testBlock || !bytes.Equal(got, want) {
+		if n, ok := c.ReadAt(o.obj, got, i*testBlock, ForReadAhead); !ok || int64(n) != testBlock || !bytes.Equal(got, want) {
 			t.Fatalf("block %d afterwards: ok=%v, n=%d, right bytes %v", i, ok, n, bytes.Equal(got, want))
 		}
 	}
@@ -87,7 +87,7 @@ func TestAFaultInTheReadersBufferReachesTheCallerAndLeaksNoPin(t *testing.T) {
 	o := newTestObject("truncated.tar", blocks*testBlock)
 	cfg := ringConfig(t.TempDir(), blocks)
 	c := openCache(t, cfg)
-	c.PutAhead(o.obj, 0, o.data)
+	putAhead(c, o.obj, 0, o.data)
 
 	for _, promote := range []bool{false, true} {
 		for _, shift := range []int{0, 1} { // straight into the mapping, and through the bounce buffer
@@ -100,9 +100,9 @@ func TestAFaultInTheReadersBufferReachesTheCallerAndLeaksNoPin(t *testing.T) {
 				defer debug.SetPanicOnFault(debug.SetPanicOnFault(true))
 				defer func() { faulted = recover() != nil }()
 				if promote {
-					c.ReadAtPromoting(o.obj, dst, 0)
+					c.ReadAt(o.obj, dst, 0, ForOneShot)
 				} else {
-					c.ReadAt(o.obj, dst, 0)
+					c.ReadAt(o.obj, dst, 0, ForReadAhead)
 				}
 				return false
 			}()

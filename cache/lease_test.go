@@ -66,9 +66,9 @@ func TestLeaseOfScatteredBlocksGivesOneExtentPerRun(t *testing.T) {
 	c := openCache(t, ringConfig(t.TempDir(), 32))
 	o := newTestObject("lease/b.tar", 4*testBlock)
 	filler := newTestObject("filler.tar", testBlock)
-	c.PutRange(o.obj, 0, o.data[:2*testBlock])
+	putRange(c, o.obj, 0, o.data[:2*testBlock])
 	filler.putAll(c, 1)
-	c.PutRange(o.obj, 2*testBlock, o.data[2*testBlock:])
+	putRange(c, o.obj, 2*testBlock, o.data[2*testBlock:])
 
 	l, err := c.Lease(o.obj, 0, o.obj.Size)
 	if err != nil {
@@ -86,8 +86,8 @@ func TestLeaseOfScatteredBlocksGivesOneExtentPerRun(t *testing.T) {
 func TestLeaseNeedsEveryBlock(t *testing.T) {
 	c := openCache(t, Config{Dir: t.TempDir(), Size: ringSizeFor(16), MemorySize: 1 << 20})
 	o := newTestObject("lease/c.tar", 3*testBlock)
-	c.PutRange(o.obj, 0, o.data[:testBlock])
-	c.PutRange(o.obj, 2*testBlock, o.data[2*testBlock:])
+	putRange(c, o.obj, 0, o.data[:testBlock])
+	putRange(c, o.obj, 2*testBlock, o.data[2*testBlock:])
 	if _, err := c.Lease(o.obj, 0, o.obj.Size); !errors.Is(err, ErrNotCached) {
 		t.Fatalf("Lease over a missing block = %v, want ErrNotCached", err)
 	}
@@ -98,7 +98,7 @@ func TestLeaseNeedsEveryBlock(t *testing.T) {
 	for i := range 16 {
 		newTestObject(fmt.Sprintf("wrap/%d", i), testBlock).putAll(c, 1)
 	}
-	if c.Has(o.obj, 0) {
+	if has(c, o.obj, 0) {
 		t.Fatal("block 0 survived a full wrap: a refused lease left it pinned")
 	}
 
@@ -146,7 +146,7 @@ func TestLeasedSlotsSurviveTheRingWrapping(t *testing.T) {
 	for i := range slots {
 		newTestObject(fmt.Sprintf("after/%d.tar", i), testBlock).putAll(c, 1)
 	}
-	if c.Has(held.obj, 0) || c.Has(held.obj, 1) {
+	if has(c, held.obj, 0) || has(c, held.obj, 1) {
 		t.Fatal("released slots were never reused")
 	}
 }

@@ -15,19 +15,16 @@ import (
 // when every block they touch is cached for obj's version and, for ring
 // blocks, passes its CRC check. Otherwise ok is false and p holds nothing
 // promised. A read at or past the end of the object serves 0 bytes.
-func (c *Cache) ReadAt(obj store.Object, p []byte, off int64) (n int, ok bool) {
-	return c.readAt(obj, p, off, false)
-}
-
-// ReadAtPromoting is ReadAt that also copies the ring blocks it reads into
-// the RAM tier, as many as the tier's free room takes: it evicts nothing
-// for them (reads running at the same time may share the same room, and
-// overshoot it by their blocks). One-shot readers (the GPU side
-// interface) have no page cache behind them: the RAM tier is the only
-// place their next read can come from. A tier already full costs them
-// nothing.
-func (c *Cache) ReadAtPromoting(obj store.Object, p []byte, off int64) (n int, ok bool) {
-	return c.readAt(obj, p, off, true)
+//
+// place says what the ring blocks read are for: ForReadAhead (the caller
+// keeps its copy) promotes none; ForOneShot copies them into the RAM tier
+// as far as its free room takes, evicting nothing (reads running at the
+// same time may share the same room, and overshoot it by their blocks):
+// one-shot readers have no page cache behind them, so the RAM tier is the
+// only place their next read can come from, and a tier already full costs
+// them nothing. ForRandomRead promotes like ForOneShot.
+func (c *Cache) ReadAt(obj store.Object, p []byte, off int64, place Placement) (n int, ok bool) {
+	return c.readAt(obj, p, off, place != ForReadAhead)
 }
 
 func (c *Cache) readAt(obj store.Object, p []byte, off int64, promote bool) (n int, ok bool) {
@@ -121,46 +118,43 @@ func isMemoryFault(r any) bool {
 	return ok
 }
 
-// Block returns block index of obj, whole, when it is cached and (from
-// the ring) verified. The slice is shared, never written again and never
-// reused by the cache: a caller may keep it as long as it likes, but must
-// not modify it. A RAM hit costs no copy; a block read from the ring is
-// promoted to RAM, where the caller is likely to come back for it.
-func (c *Cache) Block(obj store.Object, index int64) ([]byte, bool) {
-	return c.block(obj, index, true)
+// Get returns block index of obj, whole, from the first of the tiers in
+// from that holds it (RAM, then the ring, verified), and the tier that
+// served it. The slice is shared, never written again and never reused by
+// the cache: a caller may keep it as long as it likes, but must not modify
+// it. A RAM hit costs no copy; a block read from the ring is promoted to
+// RAM, where the caller is likely to come back for it.
+func (c *Cache) Get(obj store.Object, index int64, from Tier) ([]byte, Tier, bool) {
+	return c.block(obj, index, from)
 }
 
-// MemBlock is Block from the RAM tier alone: it never reads the ring, so
-// it never waits on the disk.
-func (c *Cache) MemBlock(obj store.Object, index int64) ([]byte, bool) {
-	return c.block(obj, index, false)
-}
-
-func (c *Cache) block(obj store.Object, index int64, fromRing bool) ([]byte, bool) {
+func (c *Cache) block(obj store.Object, index int64, from Tier) ([]byte, Tier, bool) {
 	bs := c.cfg.BlockSize
 	if index < 0 || index*bs >= obj.Size || !c.enter() {
-		return nil, false
+		return nil, NotCached, false
 	}
 	defer c.leave()
 	k := blockKey{version: versionOfObject(c.cfg.Namespace, obj), index: index}
 	want := blockLength(obj, bs, index)
-	if b, ok := c.ramBlock(k, want); ok {
-		c.stats.ramBytesServed.Add(uint64(want))
-		return b, true
+	if from.Has(InRAM) {
+		if b, ok := c.ramBlock(k, want); ok {
+			c.stats.ramBytesServed.Add(uint64(want))
+			return b, InRAM, true
+		}
 	}
-	if !fromRing {
-		return nil, false
+	if !from.Has(InRing) {
+		return nil, NotCached, false
 	}
 	b := alignedBuffer(int(alignUp(want)))
 	if !c.readRing(k, want, b) {
-		return nil, false
+		return nil, NotCached, false
 	}
 	b = b[:want]
 	c.stats.ringBytesServed.Add(uint64(want))
 	if c.ram != nil {
 		c.ram.set(k, b)
 	}
-	return b, true
+	return b, InRing, true
 }
 
 // ramBlock looks block k (want bytes long) up in the RAM tier and counts

@@ -69,11 +69,11 @@ func TestOneShotReadsFillFreeRAMAndEvictNothing(t *testing.T) {
 	cfg := ringConfig(t.TempDir(), 32)
 	cfg.MemorySize = 4 * testBlock
 	c := openCache(t, cfg)
-	c.PutAhead(o.obj, 0, o.data) // the ring alone holds it
+	putAhead(c, o.obj, 0, o.data) // the ring alone holds it
 	inRAM := func() (n int) {
 		c.ram.settle()
 		for i := range int64(6) {
-			if _, ok := c.MemBlock(o.obj, i); ok {
+			if _, _, ok := c.Get(o.obj, i, InRAM); ok {
 				n++
 			}
 		}
@@ -81,7 +81,7 @@ func TestOneShotReadsFillFreeRAMAndEvictNothing(t *testing.T) {
 	}
 
 	p := alignedBuffer(int(o.obj.Size))
-	if n, ok := c.ReadAt(o.obj, p, 0); !ok || n != len(o.data) || !bytes.Equal(p, o.data) {
+	if n, ok := c.ReadAt(o.obj, p, 0, ForReadAhead); !ok || n != len(o.data) || !bytes.Equal(p, o.data) {
 		t.Fatalf("ReadAt = %d, %v, or wrong bytes", n, ok)
 	}
 	if n := inRAM(); n != 0 {
@@ -94,7 +94,7 @@ func TestOneShotReadsFillFreeRAMAndEvictNothing(t *testing.T) {
 	c.ram.settle()
 	shifted := make([]byte, len(o.data)+1)[1:] // the bounce-buffer way too
 	for _, dst := range [][]byte{p, shifted} {
-		if n, ok := c.ReadAtPromoting(o.obj, dst, 0); !ok || n != len(o.data) || !bytes.Equal(dst, o.data) {
+		if n, ok := c.ReadAt(o.obj, dst, 0, ForOneShot); !ok || n != len(o.data) || !bytes.Equal(dst, o.data) {
 			t.Fatalf("ReadAtPromoting = %d, %v, or wrong bytes", n, ok)
 		}
 	}
@@ -102,11 +102,11 @@ func TestOneShotReadsFillFreeRAMAndEvictNothing(t *testing.T) {
 		t.Fatalf("%d blocks promoted into a RAM tier with room for 2", n)
 	}
 	for i := range int64(2) {
-		if _, ok := c.MemBlock(other.obj, i); !ok {
+		if _, _, ok := c.Get(other.obj, i, InRAM); !ok {
 			t.Fatalf("block %d of another object was evicted for a one-shot read", i)
 		}
 	}
-	if _, ok := c.ReadAtPromoting(o.obj, p[:testBlock], 0); !ok {
+	if _, ok := c.ReadAt(o.obj, p[:testBlock], 0, ForOneShot); !ok {
 		t.Fatal("a read served from RAM failed")
 	}
 }

@@ -56,8 +56,8 @@ func TestRoundTripManyObjects(t *testing.T) {
 func TestReadAtMissesWhatWasNotPut(t *testing.T) {
 	c := openCache(t, ringConfig(t.TempDir(), 64))
 	o := newTestObject("a/b.tar", 4*testBlock+10)
-	c.PutRange(o.obj, 0, o.data[:testBlock])
-	c.PutRange(o.obj, 2*testBlock, o.data[2*testBlock:])
+	putRange(c, o.obj, 0, o.data[:testBlock])
+	putRange(c, o.obj, 2*testBlock, o.data[2*testBlock:])
 
 	mustRead(t, c, o, 0, testBlock)
 	mustRead(t, c, o, 2*testBlock+5, o.obj.Size)
@@ -69,19 +69,19 @@ func TestReadAtMissesWhatWasNotPut(t *testing.T) {
 	mustMiss(t, c, changed, 0, 10)
 
 	other := openCache(t, Config{Dir: t.TempDir(), Size: ringSizeFor(8), Namespace: "s3://elsewhere"})
-	if other.Has(o.obj, 0) {
+	if has(other, o.obj, 0) {
 		t.Fatal("a block of another namespace is reported cached")
 	}
 
 	// Unaligned puts and short blocks in the middle of an object are not blocks.
 	p := newTestObject("c.tar", 3*testBlock)
-	c.PutRange(p.obj, 10, p.data[10:])
-	c.PutRange(p.obj, testBlock, p.data[testBlock:testBlock+100])
-	if c.Has(p.obj, 0) || c.Has(p.obj, 1) {
+	putRange(c, p.obj, 10, p.data[10:])
+	putRange(c, p.obj, testBlock, p.data[testBlock:testBlock+100])
+	if has(c, p.obj, 0) || has(c, p.obj, 1) {
 		t.Fatal("an unaligned or short put was cached")
 	}
 
-	if n, ok := c.ReadAt(o.obj, make([]byte, 10), o.obj.Size); !ok || n != 0 {
+	if n, ok := c.ReadAt(o.obj, make([]byte, 10), o.obj.Size, ForReadAhead); !ok || n != 0 {
 		t.Fatalf("ReadAt at EOF = %d, %v; want 0, true", n, ok)
 	}
 }
@@ -141,7 +141,7 @@ func TestCloseKeepsCountersAndRingIntact(t *testing.T) {
 	if st.RAMEvictions != evictionsBefore {
 		t.Fatalf("Close counted %d RAM evictions", st.RAMEvictions-evictionsBefore)
 	}
-	if _, ok := c.ReadAt(objs[0].obj, make([]byte, 1), 0); ok {
+	if _, ok := c.ReadAt(objs[0].obj, make([]byte, 1), 0, ForReadAhead); ok {
 		t.Fatal("a closed cache served a read")
 	}
 	if err := c.Close(); err != nil {

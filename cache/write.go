@@ -12,29 +12,27 @@ type pendingBlock struct {
 	size  int64  // the block's real length
 }
 
-// PutRange caches data, the bytes of obj from off, in the ring and in the
-// RAM tier. off must be a multiple of the block size; data is split into
-// blocks, and a trailing partial block is kept only when it ends the object.
-// data is copied. Blocks the ring already holds are not rewritten.
-func (c *Cache) PutRange(obj store.Object, off int64, data []byte) {
-	c.put(obj, off, data, true)
+// Put caches data, the bytes of obj from block index on, where place
+// says: ForReadAhead in the ring alone (the reader keeps its own copy
+// until it reads it, so RAM would hold it twice; with the ring off it is
+// not kept: the reader's page cache will hold it, and copying a stream
+// through a small RAM tier only evicts what random readers put there),
+// ForRandomRead in the ring and the RAM tier, ForOneShot in the RAM tier
+// alone, into free room. data is split into blocks, and a trailing partial
+// block is kept only when it ends the object. Blocks the ring already
+// holds are not rewritten.
+//
+// data is copied, except that ForReadAhead writes whole blocks whose
+// address suits O_DIRECT (a prefetch part's buffer) from data itself,
+// before Put returns; others go through a reused buffer, so a stream
+// allocates nothing per block.
+func (c *Cache) Put(obj store.Object, index int64, data []byte, place Placement) {
+	c.put(obj, index*c.cfg.BlockSize, data, place)
 }
 
-// PutAhead is PutRange for bytes the caller keeps in memory until they are
-// read (a sequential reader's read-ahead, a warm): they go to the ring
-// alone, so RAM does not hold them twice. Whole blocks whose address suits
-// O_DIRECT (a prefetch part's buffer) are written from data itself, before
-// PutAhead returns; others go through a reused buffer, so the stream
-// allocates nothing per block. With the ring off they are not kept:
-// the reader's page cache will hold them, and copying a stream through a
-// small RAM tier only evicts what random readers put there.
-func (c *Cache) PutAhead(obj store.Object, off int64, data []byte) {
-	c.put(obj, off, data, false)
-}
-
-func (c *Cache) put(obj store.Object, off int64, data []byte, inMemory bool) {
+func (c *Cache) put(obj store.Object, off int64, data []byte, place Placement) {
 	bs := c.cfg.BlockSize
-	if off < 0 || off%bs != 0 || off >= obj.Size || len(data) == 0 {
+	if off < 0 || off >= obj.Size || len(data) == 0 {
 		return
 	}
 	data = data[:min(int64(len(data)), obj.Size-off)]
@@ -43,10 +41,18 @@ func (c *Cache) put(obj store.Object, off int64, data []byte, inMemory bool) {
 	}
 	defer c.leave()
 	r := c.liveRing()
+	if place == ForOneShot {
+		r = nil
+	}
+	inMemory := place != ForReadAhead && c.ram != nil
 	if r == nil && !inMemory {
 		return
 	}
-	inMemory = inMemory && c.ram != nil
+	var room int64 // what ForOneShot may still take; the RAM tier's free room
+	if place == ForOneShot {
+		c.ram.settle()
+		room = c.ram.free()
+	}
 	ver := versionOfObject(c.cfg.Namespace, obj)
 	var blocks []pendingBlock
 	var pooled []*[]byte
@@ -93,6 +99,12 @@ func (c *Cache) put(obj store.Object, off int64, data []byte, inMemory bool) {
 	}
 	if inMemory && len(blocks) > 0 {
 		for _, b := range blocks {
+			if place == ForOneShot {
+				if room < b.size {
+					break
+				}
+				room -= b.size
+			}
 			c.ram.set(b.key, b.data[:b.size])
 		}
 		c.ram.settle()

@@ -67,15 +67,16 @@ func (f *fileNode) Open(ctx context.Context, flags uint32) (gofs.FileHandle, uin
 	if !ok {
 		return nil, 0, syscall.ENOENT
 	}
-	h := &fileHandle{m: f.m, id: f.m.handles.Add(1), state: readState{obj: obj}}
+	h := &fileHandle{m: f.m, id: f.m.handles.Add(1), obj: obj, reader: f.m.opts.ReadPath.OpenReader(obj, false)}
 	return h, fuse.FOPEN_KEEP_CACHE, 0
 }
 
 // fileHandle is one open of a shard. Its reads may run concurrently.
 type fileHandle struct {
-	m     *mountState
-	id    uint64
-	state readState
+	m      *mountState
+	id     uint64
+	obj    store.Object
+	reader Reader
 }
 
 var (
@@ -84,28 +85,29 @@ var (
 	_ = (gofs.FileIoctler)((*fileHandle)(nil))
 )
 
-// Read answers from the bytes the chain returns, in place: go-fuse writes
+// Read answers from the bytes the reader returns, in place: go-fuse writes
 // the reply straight from a cache block or a pinned prefetch part, and
 // Done releases the part once it has.
 func (h *fileHandle) Read(ctx context.Context, dest []byte, off int64) (fuse.ReadResult, syscall.Errno) {
 	start := time.Now()
-	rep, err := h.m.chain.read(ctx, &h.state, dest, off)
+	data, tier, release, err := h.reader.Read(ctx, dest, off)
+	rep := reply{data: data, release: release}
 	if err != nil && errors.Is(err, io.EOF) {
 		err = nil
 	}
 	if obs := h.m.opts.ObserveRead; obs != nil {
-		obs(rep.tier, len(rep.data), time.Since(start), err)
+		obs(tier, len(rep.data), time.Since(start), err)
 	}
 	if err != nil {
 		rep.done()
-		h.m.opts.Log.Error("read failed", "key", h.state.obj.Key, "offset", off, "size", len(dest), "err", err)
+		h.m.opts.Log.Error("read failed", "key", h.obj.Key, "offset", off, "size", len(dest), "err", err)
 		return nil, errnoFor(err)
 	}
 	return newReadResult(rep), 0
 }
 
 func (h *fileHandle) Release(ctx context.Context) syscall.Errno {
-	h.state.close()
+	h.reader.Close()
 	if h.m.opts.Side != nil {
 		h.m.opts.Side.Release(h.id)
 	}
@@ -113,7 +115,7 @@ func (h *fileHandle) Release(ctx context.Context) syscall.Errno {
 }
 
 func (h *fileHandle) Ioctl(ctx context.Context, cmd uint32, arg uint64, in, out []byte) (int32, syscall.Errno) {
-	obj := h.state.obj
+	obj := h.obj
 	return h.m.ioctl(ctx, h.id, &obj, cmd, in, out)
 }
 

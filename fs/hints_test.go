@@ -13,9 +13,9 @@ import (
 	"github.com/shardfs/shardfs/store"
 )
 
-// hintRecorder is a Prefetcher that keeps the hinted keys.
+// hintRecorder is a ReadPath that keeps the hinted keys.
 type hintRecorder struct {
-	fakePrefetcher
+	ReadPath
 	mu   sync.Mutex
 	keys []string
 }
@@ -51,7 +51,7 @@ func hintsMount(keys ...string) (*mountState, *hintRecorder, *lockedBuffer) {
 	rec := &hintRecorder{}
 	logs := &lockedBuffer{}
 	m := &mountState{
-		opts: Options{Prefetcher: rec, MountPoint: "/mnt/data", Log: slog.New(slog.NewTextHandler(logs, nil))},
+		opts: Options{ReadPath: rec, MountPoint: "/mnt/data", Log: slog.New(slog.NewTextHandler(logs, nil))},
 	}
 	var objs []store.Object
 	for _, k := range keys {

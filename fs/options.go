@@ -25,13 +25,12 @@ type Options struct {
 	Store   store.Store    // source of bytes (already wrapped for retries)
 	Objects []store.Object // the listing the tree is built from
 
-	Cache      BlockCache  // nil: no cache tier
-	Prefetcher Prefetcher  // nil: plain ranged GETs
-	Side       SideChannel // nil: ctl serves capabilities "{}" and no ioctls
-	BlockSize  int64       // alignment of plain reads when Cache is set
+	ReadPath ReadPath    // answers every read of a shard
+	Side     SideChannel // nil: ctl serves capabilities "{}" and no ioctls
 
 	// ObserveRead, when set, is told of every FUSE read: the tier that
-	// served it (TierCache, TierNetwork), bytes, latency and failure.
+	// served it (metrics.TierCache, metrics.TierNetwork), bytes, latency
+	// and failure.
 	ObserveRead func(tier string, n int, d time.Duration, err error)
 
 	// Stats renders /.shardfs/stats; nil serves "{}".

@@ -12,7 +12,7 @@ type lentResult struct {
 
 var _ fuse.ReadResult = (*lentResult)(nil)
 
-// newReadResult wraps a chain reply for go-fuse. Bytes with nothing to
+// newReadResult wraps a reader's reply for go-fuse. Bytes with nothing to
 // release (the handle's buffer, a cache block) need no Done; an empty reply
 // is released at once, since go-fuse skips Done for an empty payload.
 func newReadResult(rep reply) fuse.ReadResult {

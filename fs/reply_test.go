@@ -5,8 +5,6 @@ import (
 	"testing"
 
 	"github.com/hanwen/go-fuse/v2/fuse"
-
-	"github.com/shardfs/shardfs/store"
 )
 
 // slicer is what go-fuse looks for to write a reply with writev(2) straight
@@ -47,20 +45,5 @@ func TestAnEmptyLentReplyIsReleasedAtOnce(t *testing.T) {
 	rr := newReadResult(reply{data: nil, release: func() { released++ }})
 	if released != 1 || rr.Size() != 0 {
 		t.Fatalf("an empty reply: released %d times, size %d; want 1 and 0 (go-fuse skips Done for it)", released, rr.Size())
-	}
-}
-
-func TestTheChainCopiesLentBytesIntoTheCallersBuffer(t *testing.T) {
-	data := []byte("0123456789")
-	pf := &fakePrefetcher{data: map[string][]byte{"k": data}}
-	c := newChain(nil, nil, pf, 4)
-	h := &readState{obj: store.Object{Key: "k", Size: int64(len(data)), ETag: "e"}}
-	p := make([]byte, 4)
-	n, _, err := c.readAt(t.Context(), h, p, 3)
-	if err != nil || n != 4 || string(p) != "3456" {
-		t.Fatalf("readAt = %d %q, %v; want 4 \"3456\"", n, p, err)
-	}
-	if pf.released != 1 {
-		t.Fatalf("lent bytes released %d times, want once", pf.released)
 	}
 }

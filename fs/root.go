@@ -22,8 +22,6 @@ const SideDir = ".shardfs"
 // except for the handle counter.
 type mountState struct {
 	opts      Options
-	chain     chain
-	oneShot   chain // for reads without a handle
 	current   atomic.Pointer[tree]
 	mountTime time.Time
 	handles   atomic.Uint64
@@ -56,8 +54,6 @@ func New(opts Options) (*Root, error) {
 	}
 	m := &mountState{
 		opts:      opts,
-		chain:     newChain(opts.Store, opts.Cache, opts.Prefetcher, opts.BlockSize),
-		oneShot:   newOneShotChain(opts.Store, opts.Cache, opts.Prefetcher, opts.BlockSize),
 		mountTime: time.Now(),
 	}
 	m.current.Store(m.build(opts.Objects))
@@ -98,11 +94,11 @@ func (r *Root) Object(path string) (store.Object, bool) {
 // HintStats counts the lines written to the hints file.
 func (r *Root) HintStats() HintStats { return r.m.hints.stats() }
 
-// ReadAt reads shard bytes through the mount's read path; the GPU side
-// interface uses it to fill registered buffers.
+// ReadAt reads shard bytes through the mount's read path as one-shot
+// reads; the GPU side interface uses it to fill registered buffers.
 func (r *Root) ReadAt(ctx context.Context, obj store.Object, p []byte, off int64) (int, error) {
-	st := &readState{obj: obj}
-	defer st.close()
-	n, _, err := r.m.oneShot.readAt(ctx, st, p, off)
+	rd := r.m.opts.ReadPath.OpenReader(obj, true)
+	defer rd.Close()
+	n, _, err := rd.ReadAt(ctx, p, off)
 	return n, err
 }

@@ -240,7 +240,7 @@ func (m *mountState) hint(lines [][]byte) {
 	if unknown > 0 {
 		m.hints.unknownPaths(m.opts.Log, unknown, first)
 	}
-	if len(objs) > 0 && m.opts.Prefetcher != nil {
-		m.opts.Prefetcher.Hint(objs...)
+	if len(objs) > 0 {
+		m.opts.ReadPath.Hint(objs...)
 	}
 }

@@ -35,7 +35,7 @@ func (f *testFiles) ReadAt(ctx context.Context, obj store.Object, p []byte, off 
 	if f.cache == nil {
 		return f.mem.ReadRange(ctx, obj, off, p)
 	}
-	if n, ok := f.cache.ReadAt(obj, p, off); ok {
+	if n, ok := f.cache.ReadAt(obj, p, off, cache.ForReadAhead); ok {
 		return eof(n, len(p))
 	}
 	start := off / f.bs * f.bs
@@ -44,7 +44,7 @@ func (f *testFiles) ReadAt(ctx context.Context, obj store.Object, p []byte, off 
 	if _, err := f.mem.ReadRange(ctx, obj, start, blocks); err != nil && err != io.EOF {
 		return 0, err
 	}
-	f.cache.PutRange(obj, start, blocks)
+	f.cache.Put(obj, start/f.bs, blocks, cache.ForRandomRead)
 	return eof(copy(p, blocks[off-start:]), len(p))
 }
 

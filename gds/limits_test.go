@@ -7,6 +7,7 @@ import (
 	"syscall"
 	"testing"
 
+	"github.com/shardfs/shardfs/cache"
 	"github.com/shardfs/shardfs/store"
 )
 
@@ -39,9 +40,9 @@ func TestLeaseFloodAcrossHandlesLeavesTheRingRoom(t *testing.T) {
 	// The ring still takes new blocks: a whole other shard goes in.
 	other := f.data[shard0][:512<<10]
 	obj := store.Object{Key: "other.tar", Size: int64(len(other)), ETag: `"o"`}
-	c.PutRange(obj, 0, other)
+	c.Put(obj, 0, other, cache.ForRandomRead)
 	for i := int64(0); i < obj.Size/ringBlock; i++ {
-		if !c.Has(obj, i) {
+		if !c.Lookup(obj, i).Has(cache.InRing) {
 			t.Fatalf("block %d of a new shard was not cached while leases were held", i)
 		}
 	}

@@ -40,7 +40,7 @@ func (s *Scheduler) coverLocked(st *Stream, r, read Range, sequential bool, affo
 	for pos := r.Start; pos < r.End; {
 		p := s.partAt(st.o, pos)
 		if p == nil {
-			gap, fromCache := s.sourceLocked(st.o, s.gapLocked(st.o, pos, r.End), !urgent)
+			gap, fromCache := s.partSource(st.o.obj, s.gapLocked(st.o, pos, r.End), !urgent)
 			if gap.Empty() {
 				pos = gap.End + s.cfg.BlockSize
 				continue
@@ -124,7 +124,7 @@ func (s *Scheduler) prefetchStartLocked(obj store.Object, want int64, kind specK
 		// A run in the RAM tier is served from there; a run in the ring is
 		// read ahead from disk like one fetched, so that an open finds its
 		// first bytes in memory rather than waiting on the disk.
-		gap, cached := s.sourceLocked(o, s.gapLocked(o, pos, want), true)
+		gap, cached := s.partSource(o.obj, s.gapLocked(o, pos, want), true)
 		if gap.Empty() {
 			pos += s.cfg.BlockSize
 			continue
@@ -144,26 +144,4 @@ func (s *Scheduler) prefetchStartLocked(obj store.Object, want int64, kind specK
 		pos = gap.End
 	}
 	return true
-}
-
-// sourceLocked cuts gap (block-aligned) where the cache starts or stops
-// holding its blocks, so that a part over the result is read whole from the
-// cache (fromCache) or whole from the Fetcher. With skipMemory, a gap that
-// starts at a block the cache has in memory comes back empty, starting and
-// ending at that block, and a gap is cut before such a block.
-func (s *Scheduler) sourceLocked(o *object, gap Range, skipMemory bool) (r Range, fromCache bool) {
-	if s.cache == nil || gap.Empty() {
-		return gap, false
-	}
-	cached, inMemory := s.cache.Holds(o.obj, gap.Start)
-	if skipMemory && inMemory {
-		return Range{gap.Start, gap.Start}, false
-	}
-	for b := gap.Start + s.cfg.BlockSize; b < gap.End; b += s.cfg.BlockSize {
-		c, m := s.cache.Holds(o.obj, b)
-		if c != cached || (skipMemory && m) {
-			return Range{gap.Start, b}, cached
-		}
-	}
-	return gap, cached
 }

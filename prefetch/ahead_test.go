@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/shardfs/shardfs/cache"
 	"github.com/shardfs/shardfs/store"
 )
 
@@ -221,14 +222,14 @@ func TestObserveMovesTheWindow(t *testing.T) {
 
 // warmCache is a Cache that already holds every block of some objects on
 // disk, and of others in memory. lose, when set, makes ReadAt fail for the
-// blocks it accepts, as when the ring overwrites a block after Holds said
+// blocks it accepts, as when the ring overwrites a block after Lookup said
 // it was there.
 type warmCache struct {
 	*recordingSink
 	warm, inMemory map[string]bool
 	lose           func(obj store.Object, off int64) bool
 	reads          *atomic.Int64 // ReadAt calls that served
-	aheadBytes     *atomic.Int64 // bytes handed over by PutAhead
+	aheadBytes     *atomic.Int64 // bytes handed over by Put ForReadAhead
 }
 
 func newWarmCache(t *testing.T, cfg Config, warm ...string) warmCache {
@@ -239,18 +240,35 @@ func newWarmCache(t *testing.T, cfg Config, warm ...string) warmCache {
 	return c
 }
 
-func (c warmCache) Holds(obj store.Object, off int64) (cached, inMemory bool) {
-	return c.warm[obj.Key] || c.inMemory[obj.Key] || c.has(obj.Key, off), c.inMemory[obj.Key]
+func (c warmCache) Lookup(obj store.Object, index int64) cache.Tier {
+	switch {
+	case c.inMemory[obj.Key]:
+		return cache.InRAM
+	case c.warm[obj.Key] || c.has(obj.Key, index*c.blockSize):
+		return cache.InRing
+	}
+	return cache.NotCached
 }
 
-func (c warmCache) PutAhead(obj store.Object, off int64, data []byte) {
-	c.aheadBytes.Add(int64(len(data)))
-	c.PutRange(obj, off, data)
+func (c warmCache) Get(obj store.Object, index int64, from cache.Tier) ([]byte, cache.Tier, bool) {
+	t := c.Lookup(obj, index) & from
+	if t == cache.NotCached {
+		return nil, t, false
+	}
+	off := index * c.blockSize
+	return wantBytes(obj, off, int(min(c.blockSize, obj.Size-off))), t, true
 }
 
-func (c warmCache) ReadAt(obj store.Object, p []byte, off int64) (int, bool) {
+func (c warmCache) Put(obj store.Object, index int64, data []byte, place cache.Placement) {
+	if place == cache.ForReadAhead {
+		c.aheadBytes.Add(int64(len(data)))
+	}
+	c.recordingSink.Put(obj, index, data, place)
+}
+
+func (c warmCache) ReadAt(obj store.Object, p []byte, off int64, _ cache.Placement) (int, bool) {
 	for b := off / c.blockSize * c.blockSize; b < off+int64(len(p)); b += c.blockSize {
-		if cached, _ := c.Holds(obj, b); !cached || (c.lose != nil && c.lose(obj, b)) {
+		if c.Lookup(obj, b/c.blockSize) == cache.NotCached || (c.lose != nil && c.lose(obj, b)) {
 			return 0, false
 		}
 	}
@@ -388,11 +406,12 @@ func settledStats(t *testing.T, s *Scheduler) Stats {
 	}
 }
 
-// TestSequentialReadersPutAheadRandomReadersPutRange: every part a
-// sequential reader reads, the block its first read waited on included,
-// reaches the cache as PutAhead (it need not stay in memory); the blocks
-// of random reads arrive as PutRange, for the RAM tier to keep.
-func TestSequentialReadersPutAheadRandomReadersPutRange(t *testing.T) {
+// TestSequentialReadersPutForReadAheadRandomReadersForRandomRead: every
+// part a sequential reader reads, the block its first read waited on
+// included, reaches the cache placed ForReadAhead (it need not stay in
+// memory); the blocks of random reads arrive ForRandomRead, for the RAM
+// tier to keep.
+func TestSequentialReadersPutForReadAheadRandomReadersForRandomRead(t *testing.T) {
 	ctx := testContext(t)
 	cfg := smallConfig()
 	cache := newWarmCache(t, cfg)
@@ -410,7 +429,7 @@ func TestSequentialReadersPutAheadRandomReadersPutRange(t *testing.T) {
 	rt.Close()
 	s.Close() // returns once every Sink call has ended
 	if got := cache.aheadBytes.Load(); got != seq.Size {
-		t.Errorf("PutAhead received %d bytes, want the %d of the sequential object and none of the random reads", got, seq.Size)
+		t.Errorf("Put ForReadAhead received %d bytes, want the %d of the sequential object and none of the random reads", got, seq.Size)
 	}
 	if got := cache.total(); got != seq.Size+3*cfg.BlockSize {
 		t.Errorf("the cache received %d bytes, want %d", got, seq.Size+3*cfg.BlockSize)

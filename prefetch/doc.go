@@ -1,7 +1,16 @@
-// Package prefetch owns read-ahead: deciding, per open handle, whether reads
-// are sequential or random (policy.go, a pure state machine), and fetching
-// the byte ranges that decision asks for as parallel ranged GETs within one
-// global memory budget shared fairly by every handle (the Scheduler).
+// Package prefetch owns the read path below the FUSE layer: where each
+// read's bytes come from, read-ahead, and the GETs.
+//
+// A Reader serves one open file (or one one-shot read of the GPU side
+// interface) and answers every read from the source that source.go
+// chooses, the one place that decides it: the RAM tier, the ring (one-shot
+// reads), or a part of the handle's Stream, itself read from the ring or
+// fetched from the store. It names the tier that served, for metrics.
+//
+// Read-ahead decides, per handle, whether reads are sequential or random
+// (policy.go, a pure state machine), and the Scheduler fetches the byte
+// ranges that decision asks for as parallel ranged GETs within one global
+// memory budget shared fairly by every handle.
 //
 // A Stream serves one handle. Sequential reads get a window of parts in
 // flight ahead of the reader that starts at one block and doubles up to
@@ -20,7 +29,7 @@
 // rest of the part and the read-ahead follow on the object's next read,
 // so a reader that peeks at a file and closes it costs one small GET.
 //
-// A part whose blocks the cache holds is read from the cache instead of
+// A part whose blocks the ring holds is read from the ring instead of
 // the Fetcher, so read-ahead over a warm stretch costs no GET and keeps the
 // local disk as busy as the network. The next objects and hinted ones are
 // read ahead from the ring the same way (not from the RAM tier, which

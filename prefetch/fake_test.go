@@ -10,6 +10,7 @@ import (
 	"sync/atomic"
 	"testing"
 
+	"github.com/shardfs/shardfs/cache"
 	"github.com/shardfs/shardfs/store"
 )
 
@@ -152,10 +153,8 @@ func newRecordingSink(t *testing.T, blockSize int64) *recordingSink {
 	return &recordingSink{t: t, blockSize: blockSize, content: wantBytes, blocks: map[string]map[int64]bool{}}
 }
 
-func (r *recordingSink) PutRange(obj store.Object, off int64, data []byte) {
-	if off%r.blockSize != 0 {
-		r.t.Errorf("sink got %s at %d, not a multiple of the block size %d", obj.Key, off, r.blockSize)
-	}
+func (r *recordingSink) Put(obj store.Object, index int64, data []byte, _ cache.Placement) {
+	off := index * r.blockSize
 	if int64(len(data))%r.blockSize != 0 && off+int64(len(data)) != obj.Size {
 		r.t.Errorf("sink got %d bytes of %s at %d: not whole blocks and not the end", len(data), obj.Key, off)
 	}

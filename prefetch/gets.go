@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 
+	"github.com/shardfs/shardfs/cache"
 	"github.com/shardfs/shardfs/store"
 )
 
@@ -117,11 +118,7 @@ func (s *Scheduler) get(ctx context.Context, p *part) {
 	var err error
 	if fromCache < want {
 		if p.fromCache {
-			// Before any fetched byte arrives: reads must not count
-			// those as served from the cache.
-			s.mu.Lock()
-			p.fromCache = false
-			s.mu.Unlock()
+			s.fellBackToStore(p)
 		}
 		from := max(fromCache, p.fetched)
 		if p.head > 0 && p.fetched == 0 {
@@ -175,11 +172,7 @@ func (s *Scheduler) get(ctx context.Context, p *part) {
 	p.pins++
 	s.mu.Unlock()
 
-	if (p.ahead || p.streamed) && s.cache != nil {
-		s.cache.PutAhead(p.o.obj, p.off+fromCache, p.buf[fromCache:want])
-	} else {
-		s.sink.PutRange(p.o.obj, p.off+fromCache, p.buf[fromCache:want])
-	}
+	s.sink.Put(p.o.obj, (p.off+fromCache)/s.cfg.BlockSize, p.buf[fromCache:want], placementOf(p))
 
 	s.mu.Lock()
 	p.pins--
@@ -218,7 +211,7 @@ func (s *Scheduler) readCached(p *part, want int64) int64 {
 	var done int64
 	for done < want {
 		end := min(done+s.cfg.BlockSize, want)
-		if _, ok := s.cache.ReadAt(p.o.obj, p.buf[done:end], p.off+done); !ok {
+		if _, ok := s.cache.ReadAt(p.o.obj, p.buf[done:end], p.off+done, cache.ForReadAhead); !ok {
 			break
 		}
 		done = end

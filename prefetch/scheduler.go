@@ -6,6 +6,7 @@ import (
 	"log/slog"
 	"sync"
 
+	"github.com/shardfs/shardfs/cache"
 	"github.com/shardfs/shardfs/store"
 )
 
@@ -15,34 +16,31 @@ type Fetcher interface {
 	ReadRange(ctx context.Context, obj store.Object, off int64, p []byte) (int, error)
 }
 
-// Sink receives every fetched range (the cache). off is a multiple of
-// Config.BlockSize; len(data) is a multiple of BlockSize except for the last
-// block of an object. The Sink must copy what it keeps: data is reused once
-// PutRange returns. It is called from the goroutine that ran the GET.
+// Sink receives every fetched range (the cache), from block index on,
+// with the placement source.go chooses for it. len(data) is a multiple of
+// Config.BlockSize except for the last block of an object. The Sink must
+// copy what it keeps: data is reused once Put returns. It is called from
+// the goroutine that ran the GET.
 type Sink interface {
-	PutRange(obj store.Object, off int64, data []byte)
+	Put(obj store.Object, index int64, data []byte, place cache.Placement)
 }
 
 // Cache is a Sink that can also say which blocks it holds and read them
-// back. When the Sink given to NewScheduler is a Cache, a part whose blocks
-// the cache holds is read from the cache rather than the Fetcher: read-ahead
-// over a warm stretch loads it from local disk into memory ahead of the
-// reader and sends no GET. Read-ahead leaves blocks already in memory to
-// the cache, and the prefetch of objects not yet open skips every cached
-// block. Holds is called with the scheduler's lock held and must not call
-// back.
+// back; cache.Cache satisfies it. When the Sink given to NewScheduler is a
+// Cache, reads are served from it and parts are read from it as source.go
+// decides. Lookup is called with the scheduler's lock held and must not
+// call back.
 type Cache interface {
 	Sink
-	// Holds says whether the block at off (a multiple of BlockSize) is
-	// cached, and whether in memory (where reading it ahead gains nothing).
-	Holds(obj store.Object, off int64) (cached, inMemory bool)
-	// ReadAt copies [off, off+len(p)) from the cache when it holds every
-	// block of it, verified; ok=false promises nothing about p.
-	ReadAt(obj store.Object, p []byte, off int64) (n int, ok bool)
-	// PutAhead is PutRange for a part a sequential reader will read from
-	// the part (read-ahead, or the block its read waits on): the cache
-	// need not hold it in memory.
-	PutAhead(obj store.Object, off int64, data []byte)
+	// Lookup says which tiers hold a block.
+	Lookup(obj store.Object, index int64) cache.Tier
+	// Get returns a whole block from the first of the tiers in from that
+	// holds it, shared and never written again, and the tier that served.
+	Get(obj store.Object, index int64, from cache.Tier) ([]byte, cache.Tier, bool)
+	// ReadAt copies [off, off+len(p)) when every block of it is cached,
+	// verified; ok=false promises nothing about p. place says whether the
+	// ring blocks read are copied into the RAM tier.
+	ReadAt(obj store.Object, p []byte, off int64, place cache.Placement) (n int, ok bool)
 }
 
 // ErrClosed is returned by reads on a closed Stream or Scheduler.
@@ -57,7 +55,7 @@ type Scheduler struct {
 	cfg    Config
 	fetch  Fetcher
 	sink   Sink
-	cache  Cache // sink, when it can answer Contains
+	cache  Cache // sink, when it can also be read
 	log    *slog.Logger
 	ctx    context.Context // cancelled by Close; parent of every GET
 	cancel context.CancelFunc

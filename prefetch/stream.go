@@ -219,7 +219,7 @@ func (st *Stream) pin(ctx context.Context, pos, readEnd, needEnd int64, sequenti
 		}
 		p := s.partAt(st.o, pos)
 		if p == nil {
-			gap, fromCache := s.sourceLocked(st.o, s.gapLocked(st.o, pos/s.cfg.BlockSize*s.cfg.BlockSize, needEnd), false)
+			gap, fromCache := s.partSource(st.o.obj, s.gapLocked(st.o, pos/s.cfg.BlockSize*s.cfg.BlockSize, needEnd), false)
 			size := s.chargeOf(gap)
 			if s.affordLocked(size) {
 				p = s.newPartLocked(st.o, gap, Range{pos, readEnd}, fromCache)

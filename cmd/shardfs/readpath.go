@@ -9,10 +9,12 @@ import (
 	"github.com/shardfs/shardfs/store"
 )
 
-// prefetcher adapts the scheduler to what fs asks of read-ahead.
-type prefetcher struct{ *prefetch.Scheduler }
+// readPath adapts the scheduler to what fs asks of the read path.
+type readPath struct{ *prefetch.Scheduler }
 
-func (p prefetcher) OpenStream(obj store.Object) shardfs.Stream { return p.Open(obj) }
+func (p readPath) OpenReader(obj store.Object, oneShot bool) shardfs.Reader {
+	return p.Scheduler.OpenReader(obj, oneShot)
+}
 
 // newPrefetcher builds the scheduler of a mount over its listing.
 func newPrefetcher(cfg prefetch.Config, cc *cache.Cache, st store.Store, objs []store.Object, log *slog.Logger) *prefetch.Scheduler {

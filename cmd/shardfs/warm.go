@@ -180,7 +180,7 @@ func warmCache(ctx context.Context, out io.Writer, st store.Store, c *cache.Cach
 			res.record(p.obj.Key, 0, err)
 			return
 		}
-		c.PutAhead(p.obj, p.off, buf[:n])
+		c.Put(p.obj, p.off/c.BlockSize(), buf[:n], cache.ForReadAhead)
 		bar.Add64(int64(n))
 		res.record(p.obj.Key, int64(n), nil)
 	})
@@ -191,7 +191,7 @@ func warmCache(ctx context.Context, out io.Writer, st store.Store, c *cache.Cach
 
 func partCached(c *cache.Cache, o store.Object, off, n, bs int64) bool {
 	for idx := off / bs; idx*bs < off+n; idx++ {
-		if !c.Has(o, idx) {
+		if !c.Lookup(o, idx).Has(cache.InRing) {
 			return false
 		}
 	}

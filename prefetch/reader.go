@@ -1,0 +1,191 @@
+package prefetch
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"sync"
+
+	"github.com/shardfs/shardfs/metrics"
+	"github.com/shardfs/shardfs/store"
+)
+
+// Reader is one handle's read path: it answers each read from the source
+// that source.go chooses and names the tier that served it. The kernel
+// sends one handle's reads in parallel (async read-ahead), so its methods
+// are safe for concurrent use.
+type Reader struct {
+	s       *Scheduler
+	obj     store.Object
+	oneShot bool
+
+	mu     sync.Mutex // guards only the stream's creation and release
+	stream *Stream    // opened on the first read that needs it
+	closed bool
+
+	last lastBlock // the cache block the previous cache hit read
+}
+
+// OpenReader returns the read path of one open of obj. oneShot is for
+// reads with no page cache behind them and no later read to prepare for
+// (the GPU side interface's READ); see source.go.
+func (s *Scheduler) OpenReader(obj store.Object, oneShot bool) *Reader {
+	return &Reader{s: s, obj: obj, oneShot: oneShot}
+}
+
+// Read answers len(p) bytes at off, io.ReaderAt's way: short only at the
+// end of the object, with io.EOF. data is p[:n], or bytes the read path
+// lends so that a FUSE reply is written from them without a copy: a cache
+// block (never written again, so release is nil) or a pinned part, which
+// release (then not nil) lets go; the caller calls a non-nil release
+// exactly once, also when err is not nil, and as soon as it can: a lent
+// part counts against the read-ahead budget. tier is where the bytes came
+// from, for metrics.
+func (r *Reader) Read(ctx context.Context, p []byte, off int64) (data []byte, tier string, release func(), err error) {
+	if off >= r.obj.Size || len(p) == 0 {
+		return nil, metrics.TierCache, nil, io.EOF
+	}
+	q, short := clip(r.obj, p, off)
+	if data, ok := r.fromCache(q, off); ok {
+		// The stream still hears of reads served by the cache, so its
+		// read-ahead keeps pace with the reader and next-shard prefetch
+		// fires on cached shards too.
+		if st := r.openStream(); st != nil {
+			st.Observe(off, int64(len(data)))
+		}
+		if short {
+			return data, metrics.TierCache, nil, io.EOF
+		}
+		return data, metrics.TierCache, nil, nil
+	}
+	st := r.openStream()
+	if st == nil {
+		return nil, metrics.TierNetwork, nil, fmt.Errorf("read %s: handle released: %w", r.obj.Key, context.Canceled)
+	}
+	data, fromRing, release, err := st.ReadShared(ctx, p, off)
+	return data, tierOf(fromRing), release, err
+}
+
+// ReadAt is Read into p: bytes the read path lent are copied there, once.
+func (r *Reader) ReadAt(ctx context.Context, p []byte, off int64) (int, string, error) {
+	data, tier, release, err := r.Read(ctx, p, off)
+	if release != nil {
+		defer release()
+	}
+	n := len(data)
+	if n > 0 && &data[0] != &p[0] {
+		n = copy(p, data)
+	}
+	return n, tier, err
+}
+
+// Close releases the handle's stream; reads after it fail.
+func (r *Reader) Close() {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.closed = true
+	r.last.mu.Lock()
+	r.last.data = nil
+	r.last.mu.Unlock()
+	if r.stream != nil {
+		r.stream.Close()
+		r.stream = nil
+	}
+}
+
+// openStream returns the handle's stream, opening it on first use; nil
+// once the handle is released.
+func (r *Reader) openStream() *Stream {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.stream == nil && !r.closed {
+		r.stream = r.s.Open(r.obj)
+	}
+	return r.stream
+}
+
+// clip shortens p so that it ends at the end of the object.
+func clip(obj store.Object, p []byte, off int64) ([]byte, bool) {
+	if rest := obj.Size - off; int64(len(p)) > rest {
+		return p[:rest], true
+	}
+	return p, false
+}
+
+// fromCache serves q when every block of it is in the tiers readTiers
+// names. A read inside one block reads the whole block once into the
+// handle's lastBlock and is answered with the block's own bytes; a read
+// that spans blocks is copied into q.
+func (r *Reader) fromCache(q []byte, off int64) ([]byte, bool) {
+	c := r.s.cache
+	if c == nil {
+		return nil, false
+	}
+	if data, ok := r.readBlockwise(off, int64(len(q))); ok {
+		return data, true
+	}
+	if r.oneShot {
+		// Megabytes at a time: disk blocks go straight into q, several
+		// at once, with no block buffer.
+		_, ok := c.ReadAt(r.obj, q, off, readPlacement(r.oneShot))
+		return q, ok
+	}
+	bs := r.s.cfg.BlockSize
+	end := off + int64(len(q))
+	for index := off / bs; index*bs < end; index++ {
+		data, _, ok := c.Get(r.obj, index, readTiers(r.oneShot))
+		if !ok {
+			return nil, false
+		}
+		start := index * bs
+		lo, hi := max(off, start), min(end, start+bs)
+		if int64(len(data)) < hi-start { // not the whole block: never serve a short copy
+			return nil, false
+		}
+		copy(q[lo-off:hi-off], data[lo-start:hi-start])
+	}
+	return q, true
+}
+
+// readBlockwise returns [off, off+n) from the handle's kept block when it
+// lies in one block; false when it does not, or the block is not cached.
+func (r *Reader) readBlockwise(off, n int64) ([]byte, bool) {
+	bs := r.s.cfg.BlockSize
+	start := off / bs * bs
+	if off+n > start+bs {
+		return nil, false
+	}
+	b := &r.last
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if data, ok := b.slice(off, n); ok {
+		return data, true
+	}
+	data, _, ok := r.s.cache.Get(r.obj, start/bs, readTiers(r.oneShot))
+	if !ok {
+		b.data = nil
+		return nil, false
+	}
+	b.off, b.data = start, data
+	return b.slice(off, n)
+}
+
+// lastBlock keeps the one cache block a handle read last. The kernel reads
+// in requests smaller than a block (128 KiB with its default read-ahead);
+// without it, each request would look up (and, from the ring, read and
+// checksum) the whole block again. data is the cache's shared slice, not a
+// copy: a handle costs no buffer of its own.
+type lastBlock struct {
+	mu   sync.Mutex
+	off  int64
+	data []byte // nil when it holds nothing; never written
+}
+
+// slice returns [off, off+n) of the kept block if it holds all of it: the
+// cache's own bytes, which are never written again.
+func (b *lastBlock) slice(off, n int64) ([]byte, bool) {
+	if len(b.data) == 0 || off < b.off || off+n > b.off+int64(len(b.data)) {
+		return nil, false
+	}
+	return b.data[off-b.off : off-b.off+n], true
+}

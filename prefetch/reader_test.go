@@ -1,0 +1,182 @@
+package prefetch
+
+import (
+	"bytes"
+	"context"
+	"io"
+	"math/rand"
+	"sync"
+	"testing"
+
+	"github.com/shardfs/shardfs/cache"
+	"github.com/shardfs/shardfs/metrics"
+	"github.com/shardfs/shardfs/store"
+)
+
+// blockCache holds whole objects, in its RAM tier except for those in
+// onDisk, and counts the blocks it hands out.
+type blockCache struct {
+	data      map[string][]byte
+	onDisk    map[string]bool
+	blockSize int64
+
+	mu    sync.Mutex
+	reads int
+}
+
+func (c *blockCache) Lookup(obj store.Object, index int64) cache.Tier {
+	d, ok := c.data[obj.Key]
+	switch {
+	case !ok || index*c.blockSize >= int64(len(d)):
+		return cache.NotCached
+	case c.onDisk[obj.Key]:
+		return cache.InRing
+	}
+	return cache.InRAM
+}
+
+func (c *blockCache) Get(obj store.Object, index int64, from cache.Tier) ([]byte, cache.Tier, bool) {
+	t := c.Lookup(obj, index) & from
+	if t == cache.NotCached {
+		return nil, t, false
+	}
+	c.mu.Lock()
+	c.reads++
+	c.mu.Unlock()
+	d := c.data[obj.Key]
+	return d[index*c.blockSize : min((index+1)*c.blockSize, int64(len(d)))], t, true
+}
+
+func (c *blockCache) ReadAt(obj store.Object, p []byte, off int64, _ cache.Placement) (int, bool) {
+	d, ok := c.data[obj.Key]
+	if !ok || off >= int64(len(d)) {
+		return 0, false
+	}
+	c.mu.Lock()
+	c.reads += int((off+int64(len(p))-1)/c.blockSize - off/c.blockSize + 1)
+	c.mu.Unlock()
+	return copy(p, d[off:]), true
+}
+
+func (c *blockCache) Put(store.Object, int64, []byte, cache.Placement) {}
+
+func readerConfig(bs int64) Config {
+	cfg := DefaultConfig()
+	cfg.BlockSize, cfg.PartSize, cfg.MaxPrefetch = bs, 4*bs, 16*bs
+	cfg.Memory, cfg.ReorderWindow = 64*bs, 8*bs
+	return cfg
+}
+
+func TestReaderReadsEachCachedBlockOnce(t *testing.T) {
+	const bs = 1 << 20
+	data := make([]byte, 3*bs+777)
+	rand.New(rand.NewSource(1)).Read(data)
+	obj := store.Object{Key: "k", Size: int64(len(data)), ETag: "e"}
+	c := &blockCache{data: map[string][]byte{"k": data}, blockSize: bs}
+	s := newTestScheduler(t, readerConfig(bs), &fakeFetcher{}, c)
+	r := s.OpenReader(obj, false)
+	defer r.Close()
+	var got []byte
+	for off := int64(0); off < obj.Size; off += 128 << 10 {
+		p := make([]byte, 128<<10)
+		n, tier, err := r.ReadAt(context.Background(), p, off)
+		if err != nil && err != io.EOF {
+			t.Fatalf("read at %d: %v", off, err)
+		}
+		if tier != metrics.TierCache {
+			t.Fatalf("read at %d served by %s", off, tier)
+		}
+		got = append(got, p[:n]...)
+	}
+	if !bytes.Equal(got, data) {
+		t.Fatal("bytes read through the cache differ from the object")
+	}
+	if c.reads != 4 {
+		t.Fatalf("cache read %d times for 4 blocks read in 128 KiB requests, want 4", c.reads)
+	}
+	// A read spanning two blocks goes to the cache directly, still correct.
+	p := make([]byte, bs)
+	if n, _, err := r.ReadAt(context.Background(), p, bs/2); err != nil || n != bs || !bytes.Equal(p, data[bs/2:bs/2+bs]) {
+		t.Fatalf("spanning read = %d, %v", n, err)
+	}
+	// So is one that ends at the object's short last block.
+	p = make([]byte, bs)
+	if n, _, err := r.ReadAt(context.Background(), p, 3*bs-500); err != io.EOF || n != 1277 || !bytes.Equal(p[:n], data[3*bs-500:]) {
+		t.Fatalf("read to the end = %d, %v", n, err)
+	}
+}
+
+// TestHandleReadsServeRAMOnlyFromTheCache: blocks the cache has in RAM are
+// served from there (and the stream hears of them), while blocks only on
+// disk go to the stream, which reads them ahead from the ring; both are
+// reported as the cache tier.
+func TestHandleReadsServeRAMOnlyFromTheCache(t *testing.T) {
+	const bs = 4096
+	data := make([]byte, 3*bs)
+	rand.New(rand.NewSource(2)).Read(data)
+	objects := map[string][]byte{"ram": data, "disk": data}
+	c := &blockCache{data: objects, onDisk: map[string]bool{"disk": true}, blockSize: bs}
+	f := &fakeFetcher{}
+	s := newTestScheduler(t, readerConfig(bs), f, c)
+	lent := map[string]bool{}
+	for _, key := range []string{"ram", "disk"} {
+		r := s.OpenReader(store.Object{Key: key, Size: int64(len(data)), ETag: "e"}, false)
+		p := make([]byte, bs)
+		got, tier, release, err := r.Read(context.Background(), p, bs)
+		if err != nil || !bytes.Equal(got, data[bs:2*bs]) || tier != metrics.TierCache {
+			t.Fatalf("%s: read = %d bytes, %s, %v, or wrong bytes", key, len(got), tier, err)
+		}
+		lent[key] = release != nil
+		if release != nil {
+			release()
+		}
+		r.Close()
+	}
+	if st := s.Stats(); st.ServedBytes != bs || st.CacheBytes == 0 || f.gets.Load() != 0 {
+		t.Fatalf("stream served %d bytes, read %d from the cache, %d GETs; want the disk read alone (%d), from the ring, no GET", st.ServedBytes, st.CacheBytes, f.gets.Load(), bs)
+	}
+	if lent["ram"] || !lent["disk"] {
+		t.Fatalf("lent parts: %v; want the disk read alone answered from a pinned part", lent)
+	}
+}
+
+func TestOneShotReadsSpanningDiskBlocksComeFromTheCache(t *testing.T) {
+	const bs = 1 << 20
+	data := make([]byte, 9*bs+123)
+	rand.New(rand.NewSource(2)).Read(data)
+	obj := store.Object{Key: "k", Size: int64(len(data)), ETag: "e"}
+	c := &blockCache{data: map[string][]byte{"k": data}, onDisk: map[string]bool{"k": true}, blockSize: bs}
+	// No store: a read the cache declined would have nowhere to go.
+	s := newTestScheduler(t, readerConfig(bs), nil, c)
+	for _, tc := range []struct{ off, n int64 }{{0, 8 * bs}, {bs / 2, 3 * bs}, {8 * bs, 2 * bs}} {
+		r := s.OpenReader(obj, true)
+		p := make([]byte, tc.n)
+		n, tier, err := r.ReadAt(context.Background(), p, tc.off)
+		r.Close()
+		if err != nil && err != io.EOF {
+			t.Fatalf("read %d+%d: %v", tc.off, tc.n, err)
+		}
+		if tier != metrics.TierCache {
+			t.Fatalf("read %d+%d served by %s", tc.off, tc.n, tier)
+		}
+		if want := data[tc.off:min(tc.off+tc.n, obj.Size)]; !bytes.Equal(p[:n], want) {
+			t.Fatalf("read %d+%d: %d bytes differ from the object's %d", tc.off, tc.n, n, len(want))
+		}
+	}
+}
+
+func TestReadAtCopiesLentBytesIntoTheCallersBufferAndReleasesThem(t *testing.T) {
+	cfg := smallConfig()
+	s := newTestScheduler(t, cfg, &fakeFetcher{}, nil)
+	obj := fakeObject("k", 64<<10)
+	r := s.OpenReader(obj, false)
+	p := make([]byte, 4)
+	n, tier, err := r.ReadAt(t.Context(), p, 3)
+	if err != nil || n != 4 || !bytes.Equal(p, wantBytes(obj, 3, 4)) || tier != metrics.TierNetwork {
+		t.Fatalf("ReadAt = %d %q, %s, %v; want 4 bytes of the object from the network", n, p, tier, err)
+	}
+	r.Close()
+	if st := s.Stats(); st.InUseBytes != 0 {
+		t.Fatalf("%d bytes of budget held after the reader closed: the lent part was not released", st.InUseBytes)
+	}
+}

@@ -17,14 +17,14 @@ func (s *Scheduler) applyLocked(st *Stream, plan Plan, read Range) {
 		s.coverLocked(st, plan.Need, read, plan.Sequential, s.affordLocked)
 	}
 	withinShare := func(size int64) bool {
-		return s.waiting == 0 && s.affordLocked(size) && st.heldBytes+size <= s.shareLocked(st)
+		return s.budget.waiting == 0 && s.affordLocked(size) && st.heldBytes+size <= s.shareLocked(st)
 	}
 	if !plan.Ahead.Empty() {
 		s.coverLocked(st, plan.Ahead, Range{}, true, withinShare)
 	}
 	if plan.Spill > 0 {
 		s.spillLocked(st, plan.Spill, func(size int64) bool {
-			return withinShare(size) && s.specInUse+size <= s.cfg.Memory/2
+			return withinShare(size) && s.budget.specInUse+size <= s.cfg.Memory/2
 		})
 	}
 	s.checkLocked()
@@ -69,17 +69,17 @@ func (s *Scheduler) coverLocked(st *Stream, r, read Range, sequential bool, affo
 // opens next lies past those. Objects opened before st only (in an earlier
 // epoch) are prefetched again.
 func (s *Scheduler) spillLocked(st *Stream, spill int64, afford func(size int64) bool) {
-	i, ok := s.orderIndex[st.obj.Key]
+	i, ok := s.registry.orderIndex[st.obj.Key]
 	if !ok || s.cfg.NextShards <= 0 {
 		return
 	}
 	// What can be passed over: objects opened since st, plus those that
 	// other streams hold open or claimed.
-	passes := int(s.opens-st.opened) + len(s.streams)*(s.cfg.NextShards+1)
-	for j, taken := i+1, 0; j < len(s.order) && taken < s.cfg.NextShards; j++ {
-		next := s.order[j]
-		o := s.objects[objectID{next.Key, next.ETag}]
-		if s.openedAt[j] > st.opened || (o != nil && (o.streams > 0 || (o.claimedBy != nil && o.claimedBy != st))) {
+	passes := int(s.registry.opens-st.opened) + len(s.registry.streams)*(s.cfg.NextShards+1)
+	for j, taken := i+1, 0; j < len(s.registry.order) && taken < s.cfg.NextShards; j++ {
+		next := s.registry.order[j]
+		o := s.registry.objects[objectID{next.Key, next.ETag}]
+		if s.registry.openedAt[j] > st.opened || (o != nil && (o.streams > 0 || (o.claimedBy != nil && o.claimedBy != st))) {
 			if passes--; passes < 0 {
 				return
 			}
@@ -96,13 +96,13 @@ func (s *Scheduler) spillLocked(st *Stream, spill int64, afford func(size int64)
 // pumpHintsLocked prefetches the first part of hinted objects, in order,
 // while the budget allows.
 func (s *Scheduler) pumpHintsLocked() {
-	for len(s.hints) > 0 && !s.closed {
-		obj := s.hints[0]
+	for len(s.registry.hints) > 0 && !s.closed {
+		obj := s.registry.hints[0]
 		if !s.prefetchStartLocked(obj, min(s.cfg.PartSize, obj.Size), specHint, s.affordHintLocked) {
 			return
 		}
-		s.hints[0] = store.Object{}
-		s.hints = s.hints[1:]
+		s.registry.hints[0] = store.Object{}
+		s.registry.hints = s.registry.hints[1:]
 	}
 }
 
@@ -134,8 +134,8 @@ func (s *Scheduler) prefetchStartLocked(obj store.Object, want int64, kind specK
 		}
 		p := s.newPartLocked(o, gap, Range{}, cached)
 		p.spec = kind
-		s.specInUse += p.size
-		s.spec = append(s.spec, p)
+		s.budget.specInUse += p.size
+		s.registry.spec = append(s.registry.spec, p)
 		if kind == specNext {
 			s.stats.NextParts++
 		} else {

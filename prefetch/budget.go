@@ -1,9 +1,22 @@
 package prefetch
 
+// budget is the memory budget's state: what live parts are charged and who
+// waits for room. Guarded by Scheduler.mu.
+type budget struct {
+	inUse     int64         // charged to live parts
+	specInUse int64         // of inUse, charged to parts prefetched for objects not open
+	dying     int64         // of inUse, parts removed whose GET has yet to return
+	waiting   int           // reads waiting for budget: read-ahead and prefetch yield to them
+	released  chan struct{} // closed and replaced whenever budget is released
+	holding   int           // streams holding at least one part
+	pool      bufPool
+	allocated int64 // bytes in parts' buffers (started, or waiting after their head); with pool.bytes, at most Memory
+}
+
 // shareLocked is the read-ahead st may hold: an equal slice of the budget
 // among the streams holding parts, counting st.
 func (s *Scheduler) shareLocked(st *Stream) int64 {
-	n := s.holding
+	n := s.budget.holding
 	if st.heldBytes == 0 {
 		n++
 	}
@@ -11,13 +24,13 @@ func (s *Scheduler) shareLocked(st *Stream) int64 {
 }
 
 // affordLocked reports whether size more bytes fit in the budget now.
-func (s *Scheduler) affordLocked(size int64) bool { return s.inUse+size <= s.cfg.Memory }
+func (s *Scheduler) affordLocked(size int64) bool { return s.budget.inUse+size <= s.cfg.Memory }
 
 // affordHintLocked is affordLocked for hinted objects, which together may
 // use at most half the budget so open streams keep the rest, and never
 // take budget that a read is waiting for.
 func (s *Scheduler) affordHintLocked(size int64) bool {
-	return s.waiting == 0 && s.affordLocked(size) && s.specInUse+size <= s.cfg.Memory/2
+	return s.budget.waiting == 0 && s.affordLocked(size) && s.budget.specInUse+size <= s.cfg.Memory/2
 }
 
 // evictOneLocked drops one part that no read is using, to make room for a
@@ -31,8 +44,8 @@ func (s *Scheduler) evictOneLocked(requester *Stream) bool {
 		s.evictLocked(furthest)
 		return true
 	}
-	for i := len(s.spec) - 1; i >= 0; i-- {
-		if p := s.spec[i]; p.pins == 0 {
+	for i := len(s.registry.spec) - 1; i >= 0; i-- {
+		if p := s.registry.spec[i]; p.pins == 0 {
 			s.evictLocked(p)
 			return true
 		}
@@ -54,7 +67,7 @@ func (s *Scheduler) evictLocked(p *part) {
 func (s *Scheduler) richestLocked() (*Stream, *part) {
 	var best *Stream
 	var bestPart *part
-	for st := range s.streams {
+	for st := range s.registry.streams {
 		if best != nil && st.heldBytes <= best.heldBytes {
 			continue
 		}

@@ -9,7 +9,21 @@ func (s *Scheduler) checkLocked() {
 		return
 	}
 	var live, spec, dying, allocated int64
-	for p := range s.live {
+	running := 0
+	for p := range s.registry.live {
+		switch p.state {
+		case partFetching, partDying:
+			running++
+		case partFreed:
+			panic("prefetch: a freed part is still charged: " + p.String())
+		case partParked:
+			if !p.headPending {
+				panic("prefetch: a parked part has no head pending: " + p.String())
+			}
+		}
+		if (p.state == partDying && !p.dying) || (p.live() && p.dying) {
+			panic("prefetch: dying charge differs from the part's state: " + p.String())
+		}
 		live += p.size
 		if p.buf != nil {
 			allocated += p.size
@@ -20,7 +34,7 @@ func (s *Scheduler) checkLocked() {
 		if p.dying {
 			dying += p.size
 		}
-		if !p.removed {
+		if p.live() {
 			for b := p.off / s.cfg.BlockSize; b*s.cfg.BlockSize < p.end; b++ {
 				if p.o.parts[b] != p {
 					panic("prefetch: part missing from its object's registry: " + p.String())
@@ -29,23 +43,25 @@ func (s *Scheduler) checkLocked() {
 		}
 	}
 	switch {
-	case live != s.inUse:
+	case running != s.gets.running:
+		panic("prefetch: running GETs differ from the parts fetching")
+	case live != s.budget.inUse:
 		panic("prefetch: budget charged differs from live parts")
-	case spec != s.specInUse:
+	case spec != s.budget.specInUse:
 		panic("prefetch: prefetch budget differs from its parts")
-	case dying != s.dying:
+	case dying != s.budget.dying:
 		panic("prefetch: dying budget differs from its parts")
-	case allocated != s.allocated:
+	case allocated != s.budget.allocated:
 		panic("prefetch: allocated bytes differ from the buffers of live parts")
-	case s.allocated > s.inUse || s.inUse > s.cfg.Memory || s.allocated+s.pool.bytes > s.cfg.Memory:
+	case s.budget.allocated > s.budget.inUse || s.budget.inUse > s.cfg.Memory || s.budget.allocated+s.budget.pool.bytes > s.cfg.Memory:
 		panic("prefetch: parts and pool exceed the memory budget")
 	}
 	holding := 0
-	for st := range s.streams {
+	for st := range s.registry.streams {
 		var held int64
 		for p := range st.held {
 			held += p.size
-			if _, ok := p.holders[st]; !ok || p.removed {
+			if _, ok := p.holders[st]; !ok || !p.live() {
 				panic("prefetch: stream holds a part that does not list it")
 			}
 		}
@@ -56,7 +72,7 @@ func (s *Scheduler) checkLocked() {
 			holding++
 		}
 	}
-	if holding != s.holding {
+	if holding != s.budget.holding {
 		panic("prefetch: count of holding streams is off")
 	}
 }

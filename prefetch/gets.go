@@ -10,6 +10,13 @@ import (
 	"github.com/shardfs/shardfs/store"
 )
 
+// getSlots are the GETs running and the parts waiting for a slot.
+// Guarded by Scheduler.mu.
+type getSlots struct {
+	running int        // GETs in progress
+	queue   [2][]*part // parts waiting for a GET slot: urgent, then read-ahead
+}
+
 // enqueueLocked starts p's GET, or queues it when Concurrency GETs run.
 // Read-ahead waits while a read of the same object waits for the first
 // bytes of its GET, and while a part's head holds back its rest.
@@ -18,11 +25,11 @@ func (s *Scheduler) enqueueLocked(p *part) {
 		p.o.deferred = append(p.o.deferred, p)
 		return
 	}
-	if s.running < s.cfg.Concurrency {
+	if s.gets.running < s.cfg.Concurrency {
 		s.startLocked(p)
 		return
 	}
-	s.queue[queueOf(p)] = append(s.queue[queueOf(p)], p)
+	s.gets.queue[queueOf(p)] = append(s.gets.queue[queueOf(p)], p)
 }
 
 func queueOf(p *part) int {
@@ -35,7 +42,7 @@ func queueOf(p *part) int {
 // urgeLocked moves a queued or deferred part to the front line: a read now
 // waits on it. Its read-ahead entry is skipped once it has started.
 func (s *Scheduler) urgeLocked(p *part) {
-	if p.urgent || p.started || p.finished {
+	if p.urgent || p.state != partQueued {
 		return
 	}
 	p.urgent = true
@@ -64,7 +71,7 @@ func (s *Scheduler) releaseDeferredLocked(o *object) {
 	for _, q := range deferred {
 		// A stream closing lets go of its parts one by one: those it has
 		// yet to drop are not worth a GET.
-		if !q.started && !q.finished && q.wanted() {
+		if q.state == partQueued && q.wanted() {
 			s.enqueueLocked(q)
 		}
 	}
@@ -72,12 +79,12 @@ func (s *Scheduler) releaseDeferredLocked(o *object) {
 
 // startNextLocked fills free GET slots from the queues, urgent first.
 func (s *Scheduler) startNextLocked() {
-	for q := range s.queue {
-		for s.running < s.cfg.Concurrency && len(s.queue[q]) > 0 {
-			p := s.queue[q][0]
-			s.queue[q][0] = nil
-			s.queue[q] = s.queue[q][1:]
-			if !p.started && !p.finished {
+	for q := range s.gets.queue {
+		for s.gets.running < s.cfg.Concurrency && len(s.gets.queue[q]) > 0 {
+			p := s.gets.queue[q][0]
+			s.gets.queue[q][0] = nil
+			s.gets.queue[q] = s.gets.queue[q][1:]
+			if p.state == partQueued {
 				s.startLocked(p)
 			}
 		}
@@ -85,17 +92,17 @@ func (s *Scheduler) startNextLocked() {
 }
 
 func (s *Scheduler) startLocked(p *part) {
-	s.running++
-	s.stats.PeakRunning = max(s.stats.PeakRunning, int64(s.running))
-	p.started = true
+	s.gets.running++
+	s.stats.PeakRunning = max(s.stats.PeakRunning, int64(s.gets.running))
+	p.to(evStart)
 	if p.urgent && !p.fromCache && p.fetched == 0 {
 		p.awaitingFirst = true
 		p.o.awaitingFirst++
 	}
 	if p.buf == nil { // a part whose rest follows its head has one
-		p.buf = s.pool.get(p.size)
-		s.allocated += p.size
-		s.pool.trim(s.cfg.Memory - s.allocated)
+		p.buf = s.budget.pool.get(p.size)
+		s.budget.allocated += p.size
+		s.budget.pool.trim(s.cfg.Memory - s.budget.allocated)
 	}
 	ctx, cancel := context.WithCancel(s.ctx)
 	p.cancel = cancel
@@ -140,7 +147,7 @@ func (s *Scheduler) get(ctx context.Context, p *part) {
 
 	s.mu.Lock()
 	s.firstBytesLocked(p)
-	s.running--
+	s.gets.running--
 	s.stats.CacheBytes += fromCache
 	s.stats.Gets += int64(gets)
 	s.stats.FetchedBytes += int64(n)
@@ -148,14 +155,14 @@ func (s *Scheduler) get(ctx context.Context, p *part) {
 		err = fmt.Errorf("prefetch %s: %w", p, ErrClosed)
 	}
 	p.err = err
-	p.finished = true
+	p.to(evFinish)
 	if err == nil {
 		p.arrived.set(want) // a fetcher need not report progress
 	}
 	close(p.done)
 	s.startNextLocked()
 	if err != nil {
-		if !p.removed {
+		if p.live() {
 			s.stats.Errors++
 			s.log.Warn("prefetch: fetch failed", "key", p.o.obj.Key, "off", p.off, "end", p.end, "err", err)
 			s.removeLocked(p) // a failed part is forgotten, so the next read retries
@@ -189,15 +196,15 @@ func (s *Scheduler) parkAfterHead(p *part, n int) bool {
 	defer s.mu.Unlock()
 	p.fetched = p.head
 	p.arrived.set(p.fetched) // a fetcher need not report progress
-	if p.removed || s.closed || p.o.reads != p.madeAtRead {
+	if !p.live() || s.closed || p.o.reads != p.madeAtRead {
 		s.restStartsLocked(p)
 		return false
 	}
 	s.firstBytesLocked(p)
 	s.stats.Gets++
 	s.stats.FetchedBytes += int64(n)
-	s.running--
-	p.started = false
+	s.gets.running--
+	p.to(evPark)
 	p.o.parked = append(p.o.parked, p)
 	s.startNextLocked()
 	return true

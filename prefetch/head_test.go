@@ -93,7 +93,7 @@ func TestAReadPastTheHeadDuringItsGETDoesNotWaitForAnotherRead(t *testing.T) {
 func readsOf(s *Scheduler, obj store.Object) uint64 {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if o := s.objects[objectID{obj.Key, obj.ETag}]; o != nil {
+	if o := s.registry.objects[objectID{obj.Key, obj.ETag}]; o != nil {
 		return o.reads
 	}
 	return 0

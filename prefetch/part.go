@@ -8,6 +8,20 @@ import (
 	"github.com/shardfs/shardfs/store"
 )
 
+// registry is what the scheduler knows of objects, parts and streams.
+// Guarded by Scheduler.mu.
+type registry struct {
+	objects    map[objectID]*object
+	streams    map[*Stream]struct{}
+	live       map[*part]struct{} // every part whose budget is not yet released
+	order      []store.Object
+	orderIndex map[string]int // key → index in order
+	openedAt   []uint64       // by index in order: opens when it was last opened, 0 never
+	opens      uint64         // streams opened so far
+	hints      []store.Object // hinted objects not yet prefetched, in order
+	spec       []*part        // parts prefetched for objects not yet open, oldest first
+}
+
 // objectID names one version of an object: parts of two versions never mix.
 type objectID struct{ key, etag string }
 
@@ -73,9 +87,9 @@ type part struct {
 	err     error
 	cancel  context.CancelFunc
 
-	started, finished, removed, freed bool
-	awaitingFirst                     bool // counted in o.awaitingFirst
-	dying                             bool // removed while its GET ran: charged to Scheduler.dying
+	state         partState // see partstate.go
+	awaitingFirst bool      // counted in o.awaitingFirst
+	dying         bool      // removed while its GET ran: charged to Scheduler.dying until freed
 
 	pins    int               // reads waiting on or copying from buf, and the Sink call
 	holders map[*Stream]int64 // streams that want it → bytes each has read from it
@@ -105,10 +119,10 @@ func (p *part) unused() bool {
 
 func (s *Scheduler) objectLocked(obj store.Object) *object {
 	id := objectID{obj.Key, obj.ETag}
-	o := s.objects[id]
+	o := s.registry.objects[id]
 	if o == nil {
 		o = &object{obj: obj, parts: map[int64]*part{}}
-		s.objects[id] = o
+		s.registry.objects[id] = o
 	}
 	return o
 }
@@ -116,7 +130,7 @@ func (s *Scheduler) objectLocked(obj store.Object) *object {
 // tidyLocked forgets o once nothing refers to it.
 func (s *Scheduler) tidyLocked(o *object) {
 	if o.streams == 0 && len(o.parts) == 0 {
-		delete(s.objects, objectID{o.obj.Key, o.obj.ETag})
+		delete(s.registry.objects, objectID{o.obj.Key, o.obj.ETag})
 	}
 }
 
@@ -154,9 +168,9 @@ func (s *Scheduler) newPartLocked(o *object, r, read Range, fromCache bool) *par
 	for b := r.Start / s.cfg.BlockSize; b*s.cfg.BlockSize < r.End; b++ {
 		o.parts[b] = p
 	}
-	s.live[p] = struct{}{}
-	s.inUse += p.size
-	s.stats.PeakInUseBytes = max(s.stats.PeakInUseBytes, s.inUse)
+	s.registry.live[p] = struct{}{}
+	s.budget.inUse += p.size
+	s.stats.PeakInUseBytes = max(s.stats.PeakInUseBytes, s.budget.inUse)
 	s.enqueueLocked(p)
 	return p
 }
@@ -165,10 +179,9 @@ func (s *Scheduler) newPartLocked(o *object, r, read Range, fromCache bool) *par
 // holds it; its GET is cancelled if still running, and its budget is
 // released once no GET or read uses its buffer.
 func (s *Scheduler) removeLocked(p *part) {
-	if p.removed {
+	if !p.live() {
 		return
 	}
-	p.removed = true
 	s.restStartsLocked(p)
 	for b := p.off / s.cfg.BlockSize; b*s.cfg.BlockSize < p.end; b++ {
 		if p.o.parts[b] == p {
@@ -181,18 +194,18 @@ func (s *Scheduler) removeLocked(p *part) {
 	}
 	clear(p.holders)
 	s.unspecLocked(p)
-	switch {
-	case !p.started && !p.finished:
+	switch p.state {
+	case partQueued, partParked:
 		p.err = ErrClosed
-		p.finished = true
 		close(p.done)
 		s.stats.Cancelled++
-	case !p.finished:
+	case partFetching:
 		p.cancel()
 		p.dying = true
-		s.dying += p.size
+		s.budget.dying += p.size
 		s.stats.Cancelled++
 	}
+	p.to(evRemove)
 	s.freeLocked(p)
 	s.tidyLocked(p.o)
 }
@@ -200,20 +213,20 @@ func (s *Scheduler) removeLocked(p *part) {
 // freeLocked releases p's buffer and budget once it is removed and neither
 // its GET nor any read uses the buffer.
 func (s *Scheduler) freeLocked(p *part) {
-	if !p.removed || !p.finished || p.pins > 0 || p.freed {
+	if p.state != partRemoved || p.pins > 0 {
 		return
 	}
-	p.freed = true
+	p.to(evFree)
 	if p.buf != nil {
-		s.allocated -= p.size
-		s.pool.put(p.buf)
-		s.pool.trim(s.cfg.Memory - s.allocated)
+		s.budget.allocated -= p.size
+		s.budget.pool.put(p.buf)
+		s.budget.pool.trim(s.cfg.Memory - s.budget.allocated)
 		p.buf = nil
 	}
-	delete(s.live, p)
-	s.inUse -= p.size
+	delete(s.registry.live, p)
+	s.budget.inUse -= p.size
 	if p.dying {
-		s.dying -= p.size
+		s.budget.dying -= p.size
 	}
 	s.notifyLocked()
 	s.pumpHintsLocked()
@@ -221,7 +234,7 @@ func (s *Scheduler) freeLocked(p *part) {
 
 // releaseIfUnusedLocked removes p when nothing keeps it any more.
 func (s *Scheduler) releaseIfUnusedLocked(p *part) {
-	if !p.removed && p.unused() {
+	if p.live() && p.unused() {
 		s.removeLocked(p)
 	}
 	s.freeLocked(p)
@@ -255,9 +268,9 @@ func (s *Scheduler) addHeldLocked(st *Stream, delta int64) {
 	st.heldBytes += delta
 	switch {
 	case before == 0 && st.heldBytes > 0:
-		s.holding++
+		s.budget.holding++
 	case before > 0 && st.heldBytes == 0:
-		s.holding--
+		s.budget.holding--
 	}
 }
 
@@ -266,10 +279,10 @@ func (s *Scheduler) unspecLocked(p *part) {
 		return
 	}
 	p.spec = specNone
-	s.specInUse -= p.size
-	for i, q := range s.spec {
+	s.budget.specInUse -= p.size
+	for i, q := range s.registry.spec {
 		if q == p {
-			s.spec = append(s.spec[:i], s.spec[i+1:]...)
+			s.registry.spec = append(s.registry.spec[:i], s.registry.spec[i+1:]...)
 			break
 		}
 	}
@@ -282,8 +295,9 @@ func (s *Scheduler) readArrivedLocked(o *object) {
 	parked := o.parked
 	o.parked = nil
 	for _, p := range parked {
-		if !p.removed {
+		if p.state == partParked {
 			s.restStartsLocked(p)
+			p.to(evResume)
 			s.enqueueLocked(p)
 		}
 	}

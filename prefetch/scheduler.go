@@ -1,5 +1,18 @@
 package prefetch
 
+// Lock order: a lock may be taken while holding the ones above it, never
+// the ones below.
+//
+//	Reader.mu        a handle's stream: its creation and release (reader.go)
+//	lastBlock.mu     a handle's kept cache block; the cache's locks inside
+//	Scheduler.mu     budget, registry, GET slots, every part and stream
+//	arrival.mu       a part's arrived bytes (arrival.go); also taken alone
+//	cache locks      Cache.Lookup runs under Scheduler.mu; Put and ReadAt
+//	                 run outside it, from the goroutine of a GET
+//
+// Nothing calls back into the Scheduler while holding arrival.mu or a
+// cache lock.
+
 import (
 	"context"
 	"errors"
@@ -49,8 +62,12 @@ var ErrClosed = errors.New("prefetch: closed")
 // maxQueuedHints bounds the hint schedule; hints past it are dropped.
 const maxQueuedHints = 4096
 
-// Scheduler runs the GETs of every Stream within one memory budget. All of
-// its state is guarded by mu; GETs and Sink calls run outside it.
+// Scheduler runs the GETs of every Stream within one memory budget. Its
+// state has three owners, each in its own file and all guarded by mu:
+// budget (budget.go: what parts are charged and who waits for room),
+// registry (part.go: objects, their parts, the streams and the listing
+// order) and gets (gets.go: the GET slots and their queues). GETs and Sink
+// calls run outside mu.
 type Scheduler struct {
 	cfg    Config
 	fetch  Fetcher
@@ -61,28 +78,12 @@ type Scheduler struct {
 	cancel context.CancelFunc
 	wg     sync.WaitGroup // running GETs
 
-	mu         sync.Mutex
-	closed     bool
-	objects    map[objectID]*object
-	streams    map[*Stream]struct{}
-	live       map[*part]struct{} // every part whose budget is not yet released
-	holding    int                // streams holding at least one part
-	order      []store.Object
-	orderIndex map[string]int // key → index in order
-	openedAt   []uint64       // by index in order: opens when it was last opened, 0 never
-	opens      uint64         // streams opened so far
-	hints      []store.Object // hinted objects not yet prefetched, in order
-	spec       []*part        // parts prefetched for objects not yet open, oldest first
-	inUse      int64          // budget charged to live parts
-	specInUse  int64          // of inUse, charged to spec parts
-	dying      int64          // of inUse, parts removed whose GET has yet to return
-	waiting    int            // reads waiting for budget: read-ahead and prefetch yield to them
-	released   chan struct{}  // closed and replaced whenever budget is released
-	running    int            // GETs in progress
-	queue      [2][]*part     // parts waiting for a GET slot: urgent, then read-ahead
-	pool       bufPool
-	allocated  int64 // bytes in parts' buffers (started, or waiting after their head); with pool.bytes, at most Memory
-	stats      Stats
+	mu       sync.Mutex
+	closed   bool
+	budget   budget
+	registry registry
+	gets     getSlots
+	stats    Stats
 
 	// Test seams, run when a read starts to wait: for budget (under mu),
 	// and for a part still on the network.
@@ -102,10 +103,12 @@ func NewScheduler(cfg Config, f Fetcher, sink Sink, log *slog.Logger) *Scheduler
 	cache, _ := sink.(Cache)
 	return &Scheduler{
 		cfg: cfg, fetch: f, sink: sink, cache: cache, log: log, ctx: ctx, cancel: cancel,
-		objects:  map[objectID]*object{},
-		streams:  map[*Stream]struct{}{},
-		live:     map[*part]struct{}{},
-		released: make(chan struct{}),
+		budget: budget{released: make(chan struct{})},
+		registry: registry{
+			objects: map[objectID]*object{},
+			streams: map[*Stream]struct{}{},
+			live:    map[*part]struct{}{},
+		},
 	}
 }
 
@@ -119,12 +122,12 @@ func (s *Scheduler) Close() {
 	if !s.closed {
 		s.closed = true
 		s.cancel()
-		for p := range s.live {
-			if !p.removed {
+		for p := range s.registry.live {
+			if p.live() {
 				s.removeLocked(p)
 			}
 		}
-		s.hints = nil
+		s.registry.hints = nil
 		s.notifyLocked()
 	}
 	s.mu.Unlock()
@@ -140,9 +143,9 @@ func (s *Scheduler) SetOrder(objs []store.Object) {
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	s.order = append([]store.Object(nil), objs...)
-	s.orderIndex = index
-	s.openedAt = make([]uint64, len(objs))
+	s.registry.order = append([]store.Object(nil), objs...)
+	s.registry.orderIndex = index
+	s.registry.openedAt = make([]uint64, len(objs))
 }
 
 // Hint queues the loader's schedule: the start of each object is
@@ -154,12 +157,12 @@ func (s *Scheduler) Hint(objs ...store.Object) {
 	if s.closed {
 		return
 	}
-	room := maxQueuedHints - len(s.hints)
+	room := maxQueuedHints - len(s.registry.hints)
 	if len(objs) > room {
 		s.log.Debug("prefetch: hint schedule full, dropping the rest", "dropped", len(objs)-room)
 		objs = objs[:max(room, 0)]
 	}
-	s.hints = append(s.hints, objs...)
+	s.registry.hints = append(s.registry.hints, objs...)
 	s.pumpHintsLocked()
 }
 
@@ -168,14 +171,14 @@ func (s *Scheduler) Stats() Stats {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	st := s.stats
-	st.InUseBytes = s.inUse
-	st.Streams = int64(len(s.streams))
-	st.Running = int64(s.running)
+	st.InUseBytes = s.budget.inUse
+	st.Streams = int64(len(s.registry.streams))
+	st.Running = int64(s.gets.running)
 	return st
 }
 
 // notifyLocked wakes every read waiting for budget.
 func (s *Scheduler) notifyLocked() {
-	close(s.released)
-	s.released = make(chan struct{})
+	close(s.budget.released)
+	s.budget.released = make(chan struct{})
 }

@@ -37,12 +37,12 @@ func (s *Scheduler) Open(obj store.Object) *Stream {
 	}
 	st.o = s.objectLocked(obj)
 	st.o.streams++
-	s.opens++
-	st.opened = s.opens
-	if i, ok := s.orderIndex[obj.Key]; ok {
-		s.openedAt[i] = st.opened
+	s.registry.opens++
+	st.opened = s.registry.opens
+	if i, ok := s.registry.orderIndex[obj.Key]; ok {
+		s.registry.openedAt[i] = st.opened
 	}
-	s.streams[st] = struct{}{}
+	s.registry.streams[st] = struct{}{}
 	if first := s.partAt(st.o, 0); first != nil && first.spec != specNone {
 		if first.spec == specNext {
 			s.stats.NextFound++
@@ -188,10 +188,10 @@ func (st *Stream) Close() {
 	for p := range st.held {
 		s.dropLocked(st, p)
 	}
-	delete(s.streams, st)
+	delete(s.registry.streams, st)
 	st.o.streams--
 	s.tidyLocked(st.o)
-	for _, o := range s.objects {
+	for _, o := range s.registry.objects {
 		if o.claimedBy == st {
 			o.claimedBy = nil
 		}
@@ -210,7 +210,7 @@ func (st *Stream) pin(ctx context.Context, pos, readEnd, needEnd int64, sequenti
 	waited := false
 	defer func() {
 		if waited {
-			s.waiting--
+			s.budget.waiting--
 		}
 	}()
 	for {
@@ -227,13 +227,13 @@ func (st *Stream) pin(ctx context.Context, pos, readEnd, needEnd int64, sequenti
 			} else if !waited {
 				// From here on read-ahead and prefetch yield to this read.
 				s.stats.BudgetWaits++
-				s.waiting++
+				s.budget.waiting++
 				waited = true
 				if s.onBudgetWait != nil {
 					s.onBudgetWait()
 				}
 			}
-			if p == nil && s.inUse-s.dying+size > s.cfg.Memory && s.evictOneLocked(st) {
+			if p == nil && s.budget.inUse-s.budget.dying+size > s.cfg.Memory && s.evictOneLocked(st) {
 				continue
 			}
 		}
@@ -243,7 +243,7 @@ func (st *Stream) pin(ctx context.Context, pos, readEnd, needEnd int64, sequenti
 			p.pins++
 			return p, nil
 		}
-		released := s.released
+		released := s.budget.released
 		s.mu.Unlock()
 		select {
 		case <-released:
@@ -350,7 +350,7 @@ func (s *Scheduler) creditLocked(st *Stream, p *part, n int64, sequential bool) 
 		return
 	}
 	p.holders[st] = read + n
-	if (!sequential && p.finished) || read+n >= p.end-p.off {
+	if (!sequential && p.settled()) || read+n >= p.end-p.off {
 		s.dropLocked(st, p)
 	}
 }

@@ -1,9 +1,10 @@
 #!/usr/bin/env bash
 # Installs the test dependencies, then runs every check and every test: the
 # Python package installed and its tests, gofmt, go.mod tidy (`go mod tidy
-# -diff` shows nothing), go vet, go build, the unit and end-to-end tests under
-# the race detector, and once more with GOMAXPROCS=1. Runs all steps, prints
-# a summary, and exits non-zero when any step failed.
+# -diff` shows nothing), go vet, go build, the read-ahead tests with their
+# invariants checked, the unit and end-to-end tests under the race detector,
+# and once more with GOMAXPROCS=1. Runs all steps, prints a summary, and
+# exits non-zero when any step failed.
 #   bash scripts/test.sh            (extra `go test` flags: GO_TEST_FLAGS="-run X -v")
 set -euo pipefail
 # shellcheck source=scripts/lib.sh
@@ -49,6 +50,7 @@ run_step "gofmt" gofmt_clean
 run_step "go mod tidy -diff" go mod tidy -diff
 run_step "go vet" go vet ./...
 run_step "go build" go build ./...
+run_step "go test -tags invariants (prefetch)" go test -tags invariants -count=1 ./prefetch/
 run_step "go test -race" env SHARDFS_TEST_RACE=1 go test -race -count=1 -timeout 40m $GO_TEST_FLAGS ./...
 run_step "go test GOMAXPROCS=1" env GOMAXPROCS=1 go test -count=1 -timeout 30m $GO_TEST_FLAGS ./...
 

@@ -47,16 +47,14 @@ func (d *dirNode) Lookup(ctx context.Context, name string, out *fuse.EntryOut) (
 	if !ok {
 		return nil, syscall.ENOENT
 	}
-	path := t.path(e)
 	if e.isDir() {
 		d.m.dirAttr(&out.Attr)
-		node := &dirNode{m: d.m, path: path}
-		return d.NewInode(ctx, node, gofs.StableAttr{Mode: syscall.S_IFDIR, Ino: inodeNumber(path, true)}), 0
+		node := &dirNode{m: d.m, path: t.path(e)}
+		return d.NewInode(ctx, node, gofs.StableAttr{Mode: syscall.S_IFDIR, Ino: t.inode(e)}), 0
 	}
 	obj := t.objs[e.ref]
 	d.m.fileAttr(&out.Attr, obj)
-	node := &fileNode{m: d.m, path: path, obj: obj}
-	return d.NewInode(ctx, node, gofs.StableAttr{Mode: syscall.S_IFREG, Ino: inodeNumber(path, false)}), 0
+	return d.NewInode(ctx, &fileNode{m: d.m, obj: obj}, gofs.StableAttr{Mode: syscall.S_IFREG, Ino: t.inode(e)}), 0
 }
 
 // OpendirHandle lists the directory once per open and lets the kernel
@@ -75,7 +73,7 @@ func (d *dirNode) OpendirHandle(ctx context.Context, flags uint32) (gofs.FileHan
 		if e.isDir() {
 			mode = syscall.S_IFDIR
 		}
-		list[i] = fuse.DirEntry{Name: e.name, Mode: mode, Ino: inodeNumber(t.path(e), e.isDir())}
+		list[i] = fuse.DirEntry{Name: e.name, Mode: mode, Ino: t.inode(e)}
 	}
 	// The list stream also reads entries one by one and seeks, which is
 	// all go-fuse asks of a directory handle.

@@ -13,16 +13,16 @@ import (
 	"github.com/shardfs/shardfs/store"
 )
 
-// fileNode is one shard, known by its path. Its attributes and the
-// version an open pins come from the mount's current tree; obj is the
-// version it was looked up with, kept for a file a refresh removed while
-// the kernel still holds it.
+// fileNode is one version of one shard: its inode number is made from the
+// key and the ETag, so a refresh that finds new content makes a new inode.
+// The kernel keeps page caches per inode: a handle opened before the
+// change keeps the old inode and its pages, and never sees pages of the
+// new version, which new opens fill under the new inode.
 type fileNode struct {
 	gofs.Inode
 	readOnly
-	m    *mountState
-	path string
-	obj  store.Object
+	m   *mountState
+	obj store.Object
 }
 
 var (
@@ -30,17 +30,8 @@ var (
 	_ = (gofs.NodeOpener)((*fileNode)(nil))
 )
 
-// current is the version of the file in the current tree.
-func (f *fileNode) current() (store.Object, bool) {
-	return f.m.tree().object(f.path)
-}
-
 func (f *fileNode) Getattr(ctx context.Context, fh gofs.FileHandle, out *fuse.AttrOut) syscall.Errno {
-	obj, ok := f.current()
-	if !ok {
-		obj = f.obj
-	}
-	f.m.fileAttr(&out.Attr, obj)
+	f.m.fileAttr(&out.Attr, f.obj)
 	out.SetTimeout(f.m.opts.AttrTimeout)
 	return 0
 }
@@ -56,18 +47,13 @@ func (m *mountState) fileAttr(a *fuse.Attr, obj store.Object) {
 	a.SetTimes(&mt, &mt, &mt)
 }
 
-// Open pins the version in the current tree for the life of the handle
-// and keeps the kernel page cache across opens: the ETag pins the content,
-// and a refresh that changes it drops the cached pages.
+// Open pins the inode's version for the life of the handle and keeps the
+// kernel page cache across opens: the ETag pins the content of the inode.
 func (f *fileNode) Open(ctx context.Context, flags uint32) (gofs.FileHandle, uint32, syscall.Errno) {
 	if writeFlags(flags) {
 		return nil, 0, syscall.EROFS
 	}
-	obj, ok := f.current()
-	if !ok {
-		return nil, 0, syscall.ENOENT
-	}
-	h := &fileHandle{m: f.m, id: f.m.handles.Add(1), obj: obj, reader: f.m.opts.ReadPath.OpenReader(obj, false)}
+	h := &fileHandle{m: f.m, id: f.m.handles.Add(1), obj: f.obj, reader: f.m.opts.ReadPath.OpenReader(f.obj, false)}
 	return h, fuse.FOPEN_KEEP_CACHE, 0
 }
 

@@ -12,11 +12,13 @@ type Changes struct {
 }
 
 // Update replaces the mount's listing with objs and tells the kernel what
-// changed, so that new names appear, removed ones disappear and a changed
-// object's cached pages and attributes are dropped, without waiting for the
-// entry and attribute timeouts. New opens see the new versions; an open
-// handle keeps the version it pinned: it reads that version or fails with
-// EIO once the store no longer has it, never bytes of another version.
+// changed, so that new names appear and removed ones disappear without
+// waiting for the entry timeouts. A changed object is a new inode (its
+// number includes the ETag): its name is dropped so the next lookup finds
+// the new one. New opens see the new versions; an open handle keeps its
+// inode and the version it pinned: it reads that version (from its own
+// pages, the cache, or the store while the store still has it) or fails
+// with EIO, never bytes of another version.
 func (r *Root) Update(objs []store.Object) Changes {
 	r.refreshMu.Lock()
 	defer r.refreshMu.Unlock()
@@ -61,12 +63,10 @@ func diffDir(old *tree, od int32, next *tree, nd int32, inode *gofs.Inode, ch *C
 			case ea.isDir():
 				diffDir(old, ^ea.ref, next, ^eb.ref, child(inode, ea.name), ch)
 			default:
-				oa, ob := old.objs[ea.ref], next.objs[eb.ref]
-				if oa.ETag != ob.ETag || oa.Size != ob.Size {
+				if old.inode(ea) != next.inode(eb) {
 					ch.Changed++
-					if c := child(inode, ea.name); c != nil {
-						_ = c.NotifyContent(0, 0) // attributes and pages
-					}
+					notifyEntry(inode, ea.name)
+					listed = true // the listing carries inode numbers
 				}
 			}
 			i++

@@ -201,16 +201,25 @@ func validKey(key string) bool {
 	}
 }
 
-// inodeNumber is stable across mounts: a hash of the path, with a trailing
-// "/" for directories so that a name that turns from object into directory
-// in a refresh gets a new inode. Inode 1 is the root; the hash is kept
-// clear of the small numbers go-fuse and the side directory use.
-func inodeNumber(path string, dir bool) uint64 {
+// inode is the inode number of an entry: for a directory its path, for an
+// object its key and ETag, so that new content is a new inode.
+func (t *tree) inode(e entry) uint64 {
+	if e.isDir() {
+		return inodeNumber(t.dirs[^e.ref].path, "/")
+	}
+	o := &t.objs[e.ref]
+	return inodeNumber(o.Key, "\x00"+o.ETag)
+}
+
+// inodeNumber is stable across mounts: a hash of the path and what tells
+// its kinds and versions apart ("/" for a directory, so that a name that
+// turns from object into directory gets a new inode; the ETag for an
+// object). Inode 1 is the root; the hash is kept clear of the small
+// numbers go-fuse and the side directory use.
+func inodeNumber(path, kind string) uint64 {
 	h := fnv.New64a()
 	h.Write([]byte(path))
-	if dir {
-		h.Write([]byte{'/'})
-	}
+	h.Write([]byte(kind))
 	n := h.Sum64()
 	if n < 1024 {
 		n += 1024

@@ -48,13 +48,22 @@ func TestBuildTree(t *testing.T) {
 }
 
 func TestInodeNumbersStable(t *testing.T) {
-	if inodeNumber("a/b", false) != inodeNumber("a/b", false) || inodeNumber("a/b", false) == inodeNumber("a/c", false) {
-		t.Fatal("inode numbers must be a stable function of the path")
+	tr, _ := buildTree([]store.Object{{Key: "a/b", ETag: "1"}, {Key: "a/c", ETag: "1"}, {Key: "b", ETag: "1"}})
+	again, _ := buildTree([]store.Object{{Key: "a/b", ETag: "1"}, {Key: "a/c", ETag: "2"}, {Key: "b/x", ETag: "1"}})
+	ino := func(t *tree, path string) uint64 {
+		e, _ := t.find(path)
+		return t.inode(e)
 	}
-	if inodeNumber("a/b", false) == inodeNumber("a/b", true) {
+	if ino(tr, "a/b") != ino(again, "a/b") || ino(tr, "a/b") == ino(tr, "a/c") {
+		t.Fatal("inode numbers must be a stable function of the path and version")
+	}
+	if ino(tr, "a/c") == ino(again, "a/c") {
+		t.Fatal("a new version of an object must be a new inode")
+	}
+	if ino(tr, "b") == ino(again, "b") {
 		t.Fatal("an object and a directory of one path must not share an inode")
 	}
-	if inodeNumber("", true) < 1024 {
+	if inodeNumber("", "/") < 1024 {
 		t.Fatal("inode numbers must avoid the reserved range")
 	}
 }

@@ -8,6 +8,7 @@ import (
 
 	"github.com/shardfs/shardfs/cache"
 	shardfs "github.com/shardfs/shardfs/fs"
+	"github.com/shardfs/shardfs/listing"
 	"github.com/shardfs/shardfs/prefetch"
 	"github.com/shardfs/shardfs/store"
 )
@@ -20,14 +21,17 @@ import (
 
 // sourceConfig is how to reach and list a source.
 type sourceConfig struct {
-	S3       store.S3Options
-	Retry    store.RetryPolicy
-	Manifest string // take the listing from this file; "" lists the source
+	S3      store.S3Options
+	Retry   store.RetryPolicy
+	Listing listing.Config // manifest, persisted copy and TTL
 }
 
 func (c sourceConfig) Validate() error {
 	if err := c.S3.Validate(); err != nil {
 		return err
+	}
+	if err := c.Listing.Validate(); err != nil {
+		return fmt.Errorf("--manifest, --metadata-ttl: %w", err)
 	}
 	return c.Retry.Validate()
 }
@@ -35,7 +39,7 @@ func (c sourceConfig) Validate() error {
 // sourceConfigFrom reads the S3 flags. gets is how many GETs the command
 // runs at once: the client's connection pool keeps twice that.
 func sourceConfigFrom(c *cli.Context, gets int) (sourceConfig, error) {
-	cfg := sourceConfig{S3: store.DefaultS3Options(), Retry: store.DefaultRetryPolicy()}
+	cfg := sourceConfig{S3: store.DefaultS3Options(), Retry: store.DefaultRetryPolicy(), Listing: listing.DefaultConfig()}
 	cfg.S3.Endpoint = c.String("endpoint-url")
 	cfg.S3.Region = c.String("region")
 	cfg.S3.Profile = c.String("profile")
@@ -48,7 +52,10 @@ func sourceConfigFrom(c *cli.Context, gets int) (sourceConfig, error) {
 	cfg.S3.MaxConns = 2 * gets
 	cfg.Retry.Budget = c.Duration("retry-timeout")
 	if hasFlag(c, "manifest") {
-		cfg.Manifest = c.String("manifest")
+		cfg.Listing.Manifest = c.String("manifest")
+	}
+	if hasFlag(c, "metadata-ttl") {
+		cfg.Listing.TTL = c.Duration("metadata-ttl")
 	}
 	return cfg, cfg.Validate()
 }
@@ -106,6 +113,7 @@ func mountConfigFrom(c *cli.Context) (cfg mountConfig, err error) {
 	if cfg.Cache, err = cacheConfigFrom(c); err != nil {
 		return cfg, err
 	}
+	cfg.Source.Listing.Dir = cfg.Cache.Dir // listings persist beside the cached blocks
 	if cfg.Prefetch, err = prefetchConfigFrom(c, cfg.Cache.BlockSize); err != nil {
 		return cfg, err
 	}

@@ -16,6 +16,7 @@ import (
 	"github.com/urfave/cli/v2"
 
 	shardfs "github.com/shardfs/shardfs/fs"
+	"github.com/shardfs/shardfs/listing"
 )
 
 func mountCommand() *cli.Command {
@@ -29,6 +30,7 @@ func mountCommand() *cli.Command {
 		&cli.IntFlag{Name: "read-ahead-kb", Value: shardfs.DefaultKernelOptions().ReadAheadKB, Usage: "kernel read-ahead of the mount in KiB (0: kernel default)", EnvVars: env("read-ahead-kb"), Category: "Kernel"},
 		&cli.IntFlag{Name: "max-background", Value: shardfs.DefaultKernelOptions().MaxBackground, Usage: "FUSE requests the kernel keeps in flight", EnvVars: env("max-background"), Category: "Kernel"},
 		&cli.StringFlag{Name: "manifest", Usage: "take the listing from this file (shardfs manifest SOURCE > FILE) instead of listing the bucket", EnvVars: env("manifest")},
+		&cli.DurationFlag{Name: "metadata-ttl", Value: listing.DefaultConfig().TTL, Usage: "how long a listing stands: with --cache-dir a remount within it sends no LIST, and the mount lists again in the background this often (new keys appear, removed ones go, changed ones are served to new opens); 0 is forever", EnvVars: env("metadata-ttl")},
 		&cli.StringFlag{Name: "metrics-addr", Usage: "serve Prometheus metrics at http://ADDR/metrics (e.g. 127.0.0.1:9464)", EnvVars: env("metrics-addr")},
 		&cli.BoolFlag{Name: "debug-fuse", Usage: "log every FUSE request", EnvVars: env("debug-fuse")},
 	}
@@ -39,7 +41,8 @@ func mountCommand() *cli.Command {
 		Name:      "mount",
 		Usage:     "mount SOURCE read-only at MOUNTPOINT",
 		ArgsUsage: "SOURCE MOUNTPOINT",
-		Description: "Lists SOURCE once, mounts it and returns when the mount is ready (the daemon keeps running).\n" +
+		Description: "Lists SOURCE (or reads the listing persisted in --cache-dir), mounts it and returns when the mount is ready\n" +
+			"(the daemon keeps running).\n" +
 			"On any failure it exits non-zero with one line naming the cause and leaves nothing mounted.",
 		Flags:        flags,
 		OnUsageError: usageError,

@@ -3,6 +3,7 @@ package main
 import (
 	"github.com/shardfs/shardfs/cache"
 	shardfs "github.com/shardfs/shardfs/fs"
+	"github.com/shardfs/shardfs/listing"
 	"github.com/shardfs/shardfs/metrics"
 	"github.com/shardfs/shardfs/prefetch"
 	"github.com/shardfs/shardfs/store"
@@ -70,4 +71,36 @@ func registerHintMetrics(m *metrics.Metrics, root *shardfs.Root) {
 	m.CounterFunc("shardfs_hint_lines_total", "Hints lines that named a file of the mount.", func() float64 { return float64(root.HintStats().Lines) })
 	m.CounterFunc("shardfs_hint_unknown_lines_total", "Hints lines that named no file of the mount (logged once per 10 s).", func() float64 { return float64(root.HintStats().Unknown) })
 	m.CounterFunc("shardfs_hint_refused_writes_total", "Writes to the hints file refused with E2BIG: a line longer than 4096 bytes.", func() float64 { return float64(root.HintStats().Refused) })
+}
+
+// mountListing is what the mount's first listing cost the store.
+type mountListing struct {
+	requests int64
+	seconds  float64
+}
+
+func listingAtMount(meter *store.Metered) mountListing {
+	return mountListing{requests: meter.C.ListRequests.Load(), seconds: float64(meter.C.ListNanos.Load()) / 1e9}
+}
+
+// registerListingMetrics exposes where the listing came from, what the
+// mount's listing cost and what the refreshes found.
+func registerListingMetrics(m *metrics.Metrics, l *listing.Listing, atMount mountListing) {
+	stat := func(f func(listing.Stats) float64) func() float64 {
+		return func() float64 { return f(l.Stats()) }
+	}
+	fromCache := 0.0
+	if l.Origin() == listing.FromCache {
+		fromCache = 1
+	}
+	m.GaugeFunc("shardfs_metadata_mount_list_requests", "LIST requests the mount's first listing sent (0 when it came from the cache dir or a manifest).", func() float64 { return float64(atMount.requests) })
+	m.GaugeFunc("shardfs_metadata_mount_list_seconds", "Time the mount's first listing spent listing the store.", func() float64 { return atMount.seconds })
+	m.GaugeFunc("shardfs_metadata_from_cache", "1 when the mount's listing was the copy persisted in the cache dir.", func() float64 { return fromCache })
+	m.GaugeFunc("shardfs_metadata_objects", "Objects in the listing that stands.", stat(func(s listing.Stats) float64 { return float64(s.Objects) }))
+	m.GaugeFunc("shardfs_metadata_age_seconds", "Age of the listing that stands.", stat(func(s listing.Stats) float64 { return s.Age.Seconds() }))
+	m.CounterFunc("shardfs_metadata_refreshes_total", "Background refreshes of the listing that succeeded.", stat(func(s listing.Stats) float64 { return float64(s.Refreshes) }))
+	m.CounterFunc("shardfs_metadata_refresh_failures_total", "Background refreshes that failed; the listing that stood was kept.", stat(func(s listing.Stats) float64 { return float64(s.Failures) }))
+	m.CounterFunc("shardfs_metadata_added_total", "Objects refreshes found new.", stat(func(s listing.Stats) float64 { return float64(s.Added) }))
+	m.CounterFunc("shardfs_metadata_removed_total", "Objects refreshes found gone.", stat(func(s listing.Stats) float64 { return float64(s.Removed) }))
+	m.CounterFunc("shardfs_metadata_changed_total", "Objects refreshes found with a new ETag or size.", stat(func(s listing.Stats) float64 { return float64(s.Changed) }))
 }

@@ -1,29 +1,31 @@
 package main
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
 	"log/slog"
 	"net"
-	"os"
 	"time"
 
+	"github.com/shardfs/shardfs/listing"
 	"github.com/shardfs/shardfs/store"
 )
 
-// backend is an opened source: the raw store for counting, and the store
-// the read path uses (retries around counting around the backend).
+// backend is an opened source: the raw store for counting, the store the
+// read path uses (retries around counting around the backend), and the
+// listing.
 type backend struct {
 	src     store.Source
 	meter   *store.Metered
 	retry   *store.Retry
-	objects []store.Object
+	listing *listing.Listing
+	objects []store.Object // the first listing
 }
 
-// openSource parses SOURCE, builds its store and lists it. Failures come
-// back as one line that names the problem.
-func openSource(ctx context.Context, cfg sourceConfig, arg string, log *slog.Logger) (*backend, error) {
+// openStore parses SOURCE and builds its store, without listing it.
+func openStore(ctx context.Context, cfg sourceConfig, arg string, log *slog.Logger) (*backend, error) {
 	src, err := store.ParseSource(arg)
 	if err != nil {
 		return nil, err
@@ -39,27 +41,37 @@ func openSource(ctx context.Context, cfg sourceConfig, arg string, log *slog.Log
 	}
 	b := &backend{src: src, meter: store.WithMetering(raw)}
 	b.retry = store.WithRetry(b.meter, cfg.Retry, log)
-
-	if path := cfg.Manifest; path != "" {
-		f, err := os.Open(path)
-		if err != nil {
-			return nil, fmt.Errorf("--manifest: %w", err)
-		}
-		defer f.Close()
-		if b.objects, err = store.ReadManifest(f); err != nil {
-			return nil, fmt.Errorf("--manifest %s: %w", path, err)
-		}
-		return b, nil
-	}
-
-	// The listing at start retries briefly: a wrong endpoint or bucket
-	// should fail in seconds, not after the read path's whole budget.
-	startup := store.WithRetry(b.meter, store.RetryPolicy{Attempts: 3, BaseDelay: 200 * time.Millisecond, MaxDelay: time.Second}, log)
-	b.objects, err = startup.List(ctx)
-	if err != nil {
-		return nil, describeSourceError(cfg, src, err)
-	}
 	return b, nil
+}
+
+// openSource opens SOURCE and takes its listing (see package listing).
+// Failures come back as one line that names the problem.
+func openSource(ctx context.Context, cfg sourceConfig, arg string, log *slog.Logger) (*backend, error) {
+	b, err := openStore(ctx, cfg, arg, log)
+	if err != nil {
+		return nil, err
+	}
+	return b, b.list(ctx, cfg, log)
+}
+
+// list takes the first listing. It retries briefly: a wrong endpoint or
+// bucket should fail in seconds, not after the read path's whole budget.
+func (b *backend) list(ctx context.Context, cfg sourceConfig, log *slog.Logger) error {
+	lc := cfg.Listing
+	lc.Key = b.retry.String()
+	if b.src.IsS3() {
+		lc.Key = cmp.Or(cfg.S3.Endpoint, "AWS S3") + " " + lc.Key
+	}
+	startup := store.WithRetry(b.meter, store.RetryPolicy{Attempts: 3, BaseDelay: 200 * time.Millisecond, MaxDelay: time.Second}, log)
+	l, err := listing.Load(ctx, lc, startup, log)
+	if err != nil {
+		if lc.Manifest != "" {
+			return fmt.Errorf("--%w", err)
+		}
+		return describeSourceError(cfg, b.src, err)
+	}
+	b.listing, b.objects = l, l.Objects()
+	return nil
 }
 
 // describeSourceError turns a backend failure into the line a user reads.

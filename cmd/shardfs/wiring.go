@@ -10,8 +10,10 @@ import (
 
 	"github.com/shardfs/shardfs/cache"
 	shardfs "github.com/shardfs/shardfs/fs"
+	"github.com/shardfs/shardfs/listing"
 	"github.com/shardfs/shardfs/metrics"
 	"github.com/shardfs/shardfs/prefetch"
+	"github.com/shardfs/shardfs/store"
 )
 
 // mountWiring holds everything one mount built, in the order it must be
@@ -33,7 +35,7 @@ func newMountWiring(ctx context.Context, cfg mountConfig, source, mountpoint str
 			m.Close()
 		}
 	}()
-	m.backend, err = openSource(ctx, cfg.Source, source, log)
+	m.backend, err = openStore(ctx, cfg.Source, source, log)
 	if err != nil {
 		return nil, err
 	}
@@ -46,6 +48,12 @@ func newMountWiring(ctx context.Context, cfg mountConfig, source, mountpoint str
 			log.Warn("closing cache", "err", err)
 		}
 	})
+	// The listing comes after the cache: a copy persisted in the cache
+	// dir is read under the dir's lock.
+	if err := m.backend.list(ctx, cfg.Source, log); err != nil {
+		return nil, err
+	}
+	atMount := listingAtMount(m.backend.meter)
 	if dir := cfg.Cache.Dir; dir != "" {
 		remove, err := writeCacheOwner(dir, cacheOwner{Source: m.backend.retry.String(), MountPoint: mountpoint, PID: os.Getpid()})
 		if err != nil {
@@ -62,6 +70,7 @@ func newMountWiring(ctx context.Context, cfg mountConfig, source, mountpoint str
 	registerCacheMetrics(m.metrics, m.cache)
 	m.metrics.GaugeFunc("shardfs_daemon_pid", "Process id of the mount daemon (shardfs unmount waits for it).", func() float64 { return float64(os.Getpid()) })
 	registerStoreMetrics(m.metrics, m.backend.meter, m.backend.retry)
+	registerListingMetrics(m.metrics, m.backend.listing, atMount)
 	if addr := cfg.MetricsAddr; addr != "" {
 		srv, err := m.metrics.Serve(addr)
 		if err != nil {
@@ -91,6 +100,12 @@ func newMountWiring(ctx context.Context, cfg mountConfig, source, mountpoint str
 	}
 	files.root = m.root
 	registerHintMetrics(m.metrics, m.root)
+	m.backend.listing.Start(m.backend.retry, func(objs []store.Object) listing.Changes {
+		ch := m.root.Update(objs)
+		m.prefetch.SetOrder(objs)
+		return listing.Changes(ch)
+	})
+	m.closers = append(m.closers, m.backend.listing.Close) // closed first: no refresh runs into a closed read path
 	m.kernel = cfg.Kernel
 	m.kernel.FSName = m.backend.retry.String()
 	return m, nil

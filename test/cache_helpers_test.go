@@ -63,8 +63,8 @@ func checkShards(t *testing.T, mnt string, objs []object) {
 	}
 }
 
-// cacheFlags are the cache flags warm and mount must share: a ring of
-// another size or block size is started empty.
+// cacheFlags are the cache flags warm and mount share: a ring of another
+// size or block size asked for explicitly is refused.
 func cacheFlags(dir, size string) []string {
 	return []string{"--cache-dir", dir, "--cache-size", size, "--block-size", "1MiB"}
 }

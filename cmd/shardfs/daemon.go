@@ -10,6 +10,7 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+	"sync"
 	"syscall"
 )
 
@@ -19,7 +20,7 @@ const readyEnv = "SHARDFS_READY_FD"
 
 // daemonize starts this command again in the foreground, detached, and
 // waits until it says the mount is ready or why it is not.
-func daemonize(args []string, logPath string) error {
+func daemonize(args []string, logPath string, terminal io.Writer) error {
 	exe, err := os.Executable()
 	if err != nil {
 		return fmt.Errorf("finding own executable: %w", err)
@@ -49,8 +50,14 @@ func daemonize(args []string, logPath string) error {
 		return fmt.Errorf("starting the mount daemon: %w", err)
 	}
 	w.Close()
-	line, err := bufio.NewReader(r).ReadString('\n')
+	pipe := bufio.NewReader(r)
+	line, err := pipe.ReadString('\n')
 	line = strings.TrimSpace(line)
+	for strings.HasPrefix(line, warningPrefix) {
+		fmt.Fprintln(terminal, "shardfs: "+line)
+		line, err = pipe.ReadString('\n')
+		line = strings.TrimSpace(line)
+	}
 	if line == "ready" {
 		return cmd.Process.Release()
 	}
@@ -65,7 +72,11 @@ func daemonize(args []string, logPath string) error {
 }
 
 // readyReporter is the daemon's side of the pipe; nil in plain foreground.
-type readyReporter struct{ f *os.File }
+type readyReporter struct {
+	mu     sync.Mutex
+	f      *os.File
+	warned int
+}
 
 func newReadyReporter() *readyReporter {
 	v := os.Getenv(readyEnv)
@@ -81,7 +92,12 @@ func newReadyReporter() *readyReporter {
 }
 
 func (r *readyReporter) ready() {
-	if r == nil || r.f == nil {
+	if r == nil {
+		return
+	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.f == nil {
 		return
 	}
 	fmt.Fprintln(r.f, "ready")
@@ -90,7 +106,12 @@ func (r *readyReporter) ready() {
 }
 
 func (r *readyReporter) failed(err error) {
-	if r == nil || r.f == nil {
+	if r == nil {
+		return
+	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.f == nil {
 		return
 	}
 	fmt.Fprintln(r.f, strings.ReplaceAll(err.Error(), "\n", " "))

@@ -61,7 +61,7 @@ func mountCommand() *cli.Command {
 					abs, _ := filepath.Abs(args[1])
 					logPath = defaultLogPath(abs)
 				}
-				return daemonize(os.Args[1:], logPath)
+				return daemonize(os.Args[1:], logPath, c.App.ErrWriter)
 			}
 			ready := newReadyReporter()
 			err = runMount(c.Context, c.App.ErrWriter, cfg, args[0], args[1], ready)
@@ -84,6 +84,9 @@ func runMount(parent context.Context, logOut io.Writer, cfg mountConfig, source,
 		logOut = f
 	}
 	log := newLogger(logOut, cfg.LogLevel)
+	if ready != nil {
+		log = slog.New(terminalWarnings{log.Handler(), ready})
+	}
 
 	ctx, stop := signal.NotifyContext(parent, syscall.SIGINT, syscall.SIGTERM)
 	defer stop()
@@ -98,8 +101,15 @@ func runMount(parent context.Context, logOut io.Writer, cfg mountConfig, source,
 	}
 	defer m.Close()
 
-	server, err := shardfs.Mount(mountpoint, m.root, m.kernel)
+	var server *fuse.Server
+	stderr, err := captureStderr(func() (err error) {
+		server, err = shardfs.Mount(mountpoint, m.root, m.kernel)
+		return err
+	})
 	if err != nil {
+		if reason := fusermountReason(stderr); reason != "" {
+			return fmt.Errorf("mounting %s: %s", mountpoint, reason)
+		}
 		return fmt.Errorf("mounting %s: %w", mountpoint, err)
 	}
 	if err := checkAnswers(mountpoint); err != nil {

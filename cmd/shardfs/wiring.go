@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"log/slog"
 	"os"
+	"runtime"
 	"runtime/debug"
 
 	"github.com/shardfs/shardfs/cache"
@@ -68,6 +69,7 @@ func newMountWiring(ctx context.Context, cfg mountConfig, source, mountpoint str
 	m.metrics = metrics.New()
 	registerPrefetchMetrics(m.metrics, m.prefetch)
 	registerCacheMetrics(m.metrics, m.cache)
+	m.metrics.GaugeFunc("shardfs_goroutines", "Goroutines of the daemon (a number that keeps growing is a leak).", func() float64 { return float64(runtime.NumGoroutine()) })
 	m.metrics.GaugeFunc("shardfs_daemon_pid", "Process id of the mount daemon (shardfs unmount waits for it).", func() float64 { return float64(os.Getpid()) })
 	registerStoreMetrics(m.metrics, m.backend.meter, m.backend.retry)
 	registerListingMetrics(m.metrics, m.backend.listing, atMount)

@@ -2,11 +2,8 @@ package prefetch
 
 import (
 	"context"
-	"fmt"
-	"io"
 	"sync"
 
-	"github.com/shardfs/shardfs/metrics"
 	"github.com/shardfs/shardfs/store"
 )
 
@@ -31,39 +28,6 @@ type Reader struct {
 // (the GPU side interface's READ); see source.go.
 func (s *Scheduler) OpenReader(obj store.Object, oneShot bool) *Reader {
 	return &Reader{s: s, obj: obj, oneShot: oneShot}
-}
-
-// Read answers len(p) bytes at off, io.ReaderAt's way: short only at the
-// end of the object, with io.EOF. data is p[:n], or bytes the read path
-// lends so that a FUSE reply is written from them without a copy: a cache
-// block (never written again, so release is nil) or a pinned part, which
-// release (then not nil) lets go; the caller calls a non-nil release
-// exactly once, also when err is not nil, and as soon as it can: a lent
-// part counts against the read-ahead budget. tier is where the bytes came
-// from, for metrics.
-func (r *Reader) Read(ctx context.Context, p []byte, off int64) (data []byte, tier string, release func(), err error) {
-	if off >= r.obj.Size || len(p) == 0 {
-		return nil, metrics.TierCache, nil, io.EOF
-	}
-	q, short := clip(r.obj, p, off)
-	if data, ok := r.fromCache(q, off); ok {
-		// The stream still hears of reads served by the cache, so its
-		// read-ahead keeps pace with the reader and next-shard prefetch
-		// fires on cached shards too.
-		if st := r.openStream(); st != nil {
-			st.Observe(off, int64(len(data)))
-		}
-		if short {
-			return data, metrics.TierCache, nil, io.EOF
-		}
-		return data, metrics.TierCache, nil, nil
-	}
-	st := r.openStream()
-	if st == nil {
-		return nil, metrics.TierNetwork, nil, fmt.Errorf("read %s: handle released: %w", r.obj.Key, context.Canceled)
-	}
-	data, fromRing, release, err := st.ReadShared(ctx, p, off)
-	return data, tierOf(fromRing), release, err
 }
 
 // ReadAt is Read into p: bytes the read path lent are copied there, once.
@@ -110,41 +74,6 @@ func clip(obj store.Object, p []byte, off int64) ([]byte, bool) {
 		return p[:rest], true
 	}
 	return p, false
-}
-
-// fromCache serves q when every block of it is in the tiers readTiers
-// names. A read inside one block reads the whole block once into the
-// handle's lastBlock and is answered with the block's own bytes; a read
-// that spans blocks is copied into q.
-func (r *Reader) fromCache(q []byte, off int64) ([]byte, bool) {
-	c := r.s.cache
-	if c == nil {
-		return nil, false
-	}
-	if data, ok := r.readBlockwise(off, int64(len(q))); ok {
-		return data, true
-	}
-	if r.oneShot {
-		// Megabytes at a time: disk blocks go straight into q, several
-		// at once, with no block buffer.
-		_, ok := c.ReadAt(r.obj, q, off, readPlacement(r.oneShot))
-		return q, ok
-	}
-	bs := r.s.cfg.BlockSize
-	end := off + int64(len(q))
-	for index := off / bs; index*bs < end; index++ {
-		data, _, ok := c.Get(r.obj, index, readTiers(r.oneShot))
-		if !ok {
-			return nil, false
-		}
-		start := index * bs
-		lo, hi := max(off, start), min(end, start+bs)
-		if int64(len(data)) < hi-start { // not the whole block: never serve a short copy
-			return nil, false
-		}
-		copy(q[lo-off:hi-off], data[lo-start:hi-start])
-	}
-	return q, true
 }
 
 // readBlockwise returns [off, off+n) from the handle's kept block when it

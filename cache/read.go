@@ -67,7 +67,7 @@ func (c *Cache) readAt(obj store.Object, p []byte, off int64, promote bool) (n i
 
 // ringReadsInFlight bounds the blocks one ReadAt reads at once. One
 // O_DIRECT read at a time leaves an NVMe queue nearly idle: a large READ
-// of the GPU side interface ran at a tenth of memcpy that way.
+// of the GPU interface ran at a tenth of memcpy that way.
 const ringReadsInFlight = 8
 
 // readBlocksConcurrently calls readOne for blocks first..last, up to
@@ -76,7 +76,7 @@ const ringReadsInFlight = 8
 // failure it starts no more. A memory fault in a call (p is a client's
 // shared mapping, truncated or unbacked under the read) is raised again
 // in the caller's goroutine, as a copy made there would raise it: the
-// GPU side interface recovers it there, while in a goroutine of its own
+// GPU interface recovers it there, while in a goroutine of its own
 // it would end the process.
 func readBlocksConcurrently(first, last int64, readOne func(index int64) bool) bool {
 	var (

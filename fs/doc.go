@@ -15,7 +15,7 @@
 // only the small per-operation interfaces it needs, and every operation
 // that would modify the tree answers EROFS.
 //
-// A handle's reads, and the one-shot reads of the GPU side interface, go to
+// A handle's reads, and the one-shot reads of the GPU interface, go to
 // the ReadPath, which decides where the bytes come from and names the tier
 // (prefetch/source.go); the reply is written from the bytes it lends
 // without a copy (reply.go).

@@ -94,8 +94,8 @@ func (h *fileHandle) Read(ctx context.Context, dest []byte, off int64) (fuse.Rea
 
 func (h *fileHandle) Release(ctx context.Context) syscall.Errno {
 	h.reader.Close()
-	if h.m.opts.Side != nil {
-		h.m.opts.Side.Release(h.id)
+	if h.m.opts.GDS != nil {
+		h.m.opts.GDS.Release(h.id)
 	}
 	return 0
 }
@@ -106,12 +106,12 @@ func (h *fileHandle) Ioctl(ctx context.Context, cmd uint32, arg uint64, in, out 
 }
 
 func (m *mountState) ioctl(ctx context.Context, handle uint64, obj *store.Object, cmd uint32, in, out []byte) (int32, syscall.Errno) {
-	if m.opts.Side == nil {
+	if m.opts.GDS == nil {
 		return 0, syscall.ENOTTY
 	}
 	caller, ok := fuse.FromContext(ctx)
 	if !ok {
 		return 0, syscall.EPERM
 	}
-	return m.opts.Side.Ioctl(ctx, handle, caller.Uid, caller.Pid, obj, cmd, in, out)
+	return m.opts.GDS.Ioctl(ctx, handle, caller.Uid, caller.Pid, obj, cmd, in, out)
 }

@@ -9,8 +9,9 @@ import (
 	"github.com/shardfs/shardfs/store"
 )
 
-// SideChannel serves the GPU side interface (gds.Server satisfies it).
-type SideChannel interface {
+// GDS is the GPU interface of package gds, served on the ctl side file
+// and on shard file descriptors (gds.Server satisfies it).
+type GDS interface {
 	// Capabilities is the content of /.shardfs/ctl.
 	Capabilities(ctx context.Context) ([]byte, error)
 	// Ioctl handles one ioctl on an open file; handle is unique per open,
@@ -25,8 +26,8 @@ type Options struct {
 	Store   store.Store    // source of bytes (already wrapped for retries)
 	Objects []store.Object // the listing the tree is built from
 
-	ReadPath ReadPath    // answers every read of a shard
-	Side     SideChannel // nil: ctl serves capabilities "{}" and no ioctls
+	ReadPath ReadPath // answers every read of a shard
+	GDS      GDS      // nil: ctl serves capabilities "{}" and no ioctls
 
 	// ObserveRead, when set, is told of every FUSE read: the tier that
 	// served it (metrics.TierCache, metrics.TierNetwork), bytes, latency

@@ -14,7 +14,7 @@ import (
 type ReadPath interface {
 	// OpenReader returns the reader of one open of obj. oneShot is for
 	// reads with no page cache behind them and no later read to prepare
-	// for: the GPU side interface's READ.
+	// for: the GPU interface's READ.
 	OpenReader(obj store.Object, oneShot bool) Reader
 	// Hint takes the loader's schedule: objects it will open next.
 	Hint(objs ...store.Object)

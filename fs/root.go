@@ -95,7 +95,7 @@ func (r *Root) Object(path string) (store.Object, bool) {
 func (r *Root) HintStats() HintStats { return r.m.hints.stats() }
 
 // ReadAt reads shard bytes through the mount's read path as one-shot
-// reads; the GPU side interface uses it to fill registered buffers.
+// reads; the GPU interface uses it to fill registered buffers.
 func (r *Root) ReadAt(ctx context.Context, obj store.Object, p []byte, off int64) (int, error) {
 	rd := r.m.opts.ReadPath.OpenReader(obj, true)
 	defer rd.Close()

@@ -56,10 +56,10 @@ func (d *sideDir) Getattr(ctx context.Context, f gofs.FileHandle, out *fuse.Attr
 }
 
 func (m *mountState) capabilities(ctx context.Context) ([]byte, error) {
-	if m.opts.Side == nil {
+	if m.opts.GDS == nil {
 		return []byte("{}\n"), nil
 	}
-	return m.opts.Side.Capabilities(ctx)
+	return m.opts.GDS.Capabilities(ctx)
 }
 
 func (m *mountState) stats(ctx context.Context) ([]byte, error) {
@@ -132,8 +132,8 @@ func (h *snapshotHandle) Ioctl(ctx context.Context, cmd uint32, arg uint64, in, 
 }
 
 func (h *snapshotHandle) Release(ctx context.Context) syscall.Errno {
-	if h.ioctls && h.m.opts.Side != nil {
-		h.m.opts.Side.Release(h.id)
+	if h.ioctls && h.m.opts.GDS != nil {
+		h.m.opts.GDS.Release(h.id)
 	}
 	return 0
 }

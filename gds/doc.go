@@ -1,4 +1,4 @@
-// Package gds owns the GPU side interface of a mount: the capabilities that
+// Package gds owns the GPU interface of a mount: the capabilities that
 // /.shardfs/ctl returns, the ioctl ABI spoken on the ctl file and on shard
 // file descriptors (register a /dev/shm buffer, READ shard bytes into it,
 // LEASE cache extents for cuFile/GPUDirect Storage readers), and GPU

@@ -19,7 +19,7 @@ type usage struct {
 	leased int64 // bytes those leases pin
 }
 
-// LimitStats is what the side interface holds and has refused.
+// LimitStats is what the GPU interface holds and has refused.
 type LimitStats struct {
 	Buffers           int    // buffers registered now, all handles
 	Leases            int    // leases held now, all handles
@@ -32,7 +32,7 @@ type limitCounters struct {
 	uid, mount atomic.Uint64
 }
 
-// Stats returns the side interface's holdings and refusals.
+// Stats returns the GPU interface's holdings and refusals.
 func (s *Server) Stats() LimitStats {
 	s.mu.Lock()
 	defer s.mu.Unlock()

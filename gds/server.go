@@ -12,7 +12,7 @@ import (
 	"github.com/shardfs/shardfs/store"
 )
 
-// Files is the mount's view of its shards, as the side interface needs it.
+// Files is the mount's view of its shards, as the GPU interface needs it.
 type Files interface {
 	// Object looks a shard up by its path relative to the mount root.
 	Object(path string) (store.Object, bool)
@@ -79,7 +79,7 @@ func (c Config) withDefaults() Config {
 	return c
 }
 
-// Server answers the side interface of one mount. It is safe for
+// Server answers the GPU interface of one mount. It is safe for
 // concurrent use; every registration and lease belongs to one handle.
 type Server struct {
 	cfg     Config

@@ -25,7 +25,7 @@ type Reader struct {
 
 // OpenReader returns the read path of one open of obj. oneShot is for
 // reads with no page cache behind them and no later read to prepare for
-// (the GPU side interface's READ); see source.go.
+// (the GPU interface's READ); see source.go.
 func (s *Scheduler) OpenReader(obj store.Object, oneShot bool) *Reader {
 	return &Reader{s: s, obj: obj, oneShot: oneShot}
 }

@@ -16,7 +16,7 @@ import (
 // A read of a handle (Reader.Read) is answered by the first of:
 //
 //  1. The RAM tier, when it holds every block of the read. A one-shot read
-//     (the GPU side interface's READ: no page cache behind it, and no
+//     (the GPU interface's READ: no page cache behind it, and no
 //     later read for read-ahead to serve) looks in the ring as well, and
 //     ring blocks are read from disk straight into the caller's buffer,
 //     several at once, with a copy into the RAM tier's free room.

@@ -82,11 +82,11 @@ func newMountWiring(ctx context.Context, cfg mountConfig, source, mountpoint str
 		m.closers = append(m.closers, func() { _ = srv.Close() })
 	}
 	files := &rootFiles{}
-	side := newSideServer(m.cache, files, log)
-	m.closers = append(m.closers, side.Close)
-	registerSideMetrics(m.metrics, side)
+	gdsServer := newGDSServer(m.cache, files, log)
+	m.closers = append(m.closers, gdsServer.Close)
+	registerGDSMetrics(m.metrics, gdsServer)
 	m.root, err = shardfs.New(shardfs.Options{
-		Side:        side,
+		GDS:         gdsServer,
 		ObserveRead: m.metrics.ObserveRead,
 		Stats:       m.metrics.JSON,
 		Store:       m.backend.retry,

@@ -11,7 +11,7 @@ import (
 	"github.com/shardfs/shardfs/store"
 )
 
-// rootFiles lets the side interface read through a root that is built
+// rootFiles lets the GPU interface read through a root that is built
 // after it (the root needs the server, the server reads through the root).
 type rootFiles struct{ root *shardfs.Root }
 
@@ -21,9 +21,9 @@ func (f *rootFiles) ReadAt(ctx context.Context, obj store.Object, p []byte, off 
 	return f.root.ReadAt(ctx, obj, p, off)
 }
 
-// newSideServer builds the GPU side interface. Leases need the ring; with
+// newGDSServer builds the GPU interface. Leases need the ring; with
 // no ring, LEASE answers EOPNOTSUPP and capabilities say so.
-func newSideServer(cc *cache.Cache, files *rootFiles, log *slog.Logger) *gds.Server {
+func newGDSServer(cc *cache.Cache, files *rootFiles, log *slog.Logger) *gds.Server {
 	cfg := gds.Config{BlockSize: cc.BlockSize()}
 	var leaser gds.Leaser
 	if st := cc.Stats(); st.RingEnabled {
@@ -34,8 +34,8 @@ func newSideServer(cc *cache.Cache, files *rootFiles, log *slog.Logger) *gds.Ser
 	return gds.NewServer(cfg, files, leaser, gds.NewNVMLSource(nil), log)
 }
 
-// registerSideMetrics exposes what GPU clients hold and were refused.
-func registerSideMetrics(m *metrics.Metrics, s *gds.Server) {
+// registerGDSMetrics exposes what GPU clients hold and were refused.
+func registerGDSMetrics(m *metrics.Metrics, s *gds.Server) {
 	stat := func(f func(gds.LimitStats) float64) func() float64 {
 		return func() float64 { return f(s.Stats()) }
 	}

@@ -1,4 +1,4 @@
-package main
+package bench
 
 import (
 	"bytes"
@@ -25,14 +25,14 @@ func benchDir(t *testing.T) (string, int64) {
 	return dir, total
 }
 
-func testSettings() benchSettings {
-	return benchSettings{name: "t", chunk: 1 << 20, workers: 2, readers: 2, opens: 5,
-		ttfbSize: 4096, randomSize: 1 << 20, randomReads: 20, seed: 1}
+func testSettings() Settings {
+	return Settings{Name: "t", Chunk: 1 << 20, Workers: 2, Readers: 2, Opens: 5,
+		TTFBSize: 4096, RandomSize: 1 << 20, RandomReads: 20, Seed: 1}
 }
 
 func TestBenchReadsEveryByteDirectAndThroughFiles(t *testing.T) {
 	dir, total := benchDir(t)
-	files, err := listFiles(dir, "shard-*")
+	files, err := ListFiles(dir, "shard-*")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -46,10 +46,10 @@ func TestBenchReadsEveryByteDirectAndThroughFiles(t *testing.T) {
 	}
 	direct := &directTarget{st: local, objs: objs}
 	s := testSettings()
-	for name, target := range map[string]benchTarget{"files": files, "direct": direct} {
+	for name, target := range map[string]Target{"files": files, "direct": direct} {
 		for _, rangeSize := range []int64{0, 1 << 20} {
-			s.rangeSize = rangeSize
-			r, err := benchSequential(context.Background(), target, target.items(), s)
+			s.RangeSize = rangeSize
+			r, err := sequential(context.Background(), target, target.items(), s)
 			if err != nil {
 				t.Fatalf("%s seq, range %d: %v", name, rangeSize, err)
 			}
@@ -57,12 +57,12 @@ func TestBenchReadsEveryByteDirectAndThroughFiles(t *testing.T) {
 				t.Errorf("%s seq, range %d: read %d bytes, want %d", name, rangeSize, r.bytes, total)
 			}
 		}
-		fb, err := benchFirstByte(context.Background(), target, target.items(), s)
-		if err != nil || fb.opens != s.opens || fb.min > fb.median || fb.median > fb.max {
+		fb, err := firstByte(context.Background(), target, target.items(), s)
+		if err != nil || fb.opens != s.Opens || fb.min > fb.median || fb.median > fb.max {
 			t.Errorf("%s ttfb: %+v, %v", name, fb, err)
 		}
-		rr, err := benchRandom(context.Background(), target, target.items(), s)
-		if err != nil || rr.reads != s.randomReads || rr.bytes == 0 {
+		rr, err := random(context.Background(), target, target.items(), s)
+		if err != nil || rr.reads != s.RandomReads || rr.bytes == 0 {
 			t.Errorf("%s random: %+v, %v", name, rr, err)
 		}
 	}
@@ -71,14 +71,14 @@ func TestBenchReadsEveryByteDirectAndThroughFiles(t *testing.T) {
 // A file that is shorter than listed must fail the run, not pass as fast.
 func TestBenchSequentialFailsOnShortRead(t *testing.T) {
 	dir, _ := benchDir(t)
-	files, err := listFiles(dir, "")
+	files, err := ListFiles(dir, "")
 	if err != nil {
 		t.Fatal(err)
 	}
 	if err := os.Truncate(filepath.Join(dir, "shard-0.tar"), 1<<20); err != nil {
 		t.Fatal(err)
 	}
-	_, err = benchSequential(context.Background(), files, files.items(), testSettings())
+	_, err = sequential(context.Background(), files, files.items(), testSettings())
 	if err == nil || !strings.Contains(err.Error(), "shard-0.tar") {
 		t.Fatalf("got %v, want a short-read error naming shard-0.tar", err)
 	}
@@ -92,7 +92,7 @@ func TestListFilesSkipsHiddenDirsAndFilters(t *testing.T) {
 	if err := os.WriteFile(filepath.Join(dir, ".shardfs", "stats"), []byte("{}"), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	files, err := listFiles(dir, "shard-[01].tar")
+	files, err := ListFiles(dir, "shard-[01].tar")
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -1,4 +1,4 @@
-package main
+package bench
 
 import (
 	"context"
@@ -19,20 +19,20 @@ type seqResult struct {
 
 // seqJob is one range read from start to end by one worker.
 type seqJob struct {
-	item     benchItem
+	item     item
 	off, len int64
 }
 
-// benchSequential reads every byte of items once: s.workers workers take
-// jobs (whole items, or ranges of s.rangeSize) in listing order and read
-// each front to back in s.chunk reads. A short read is an error: a mount
+// sequential reads every byte of items once: s.Workers workers take
+// jobs (whole items, or ranges of s.RangeSize) in listing order and read
+// each front to back in s.Chunk reads. A short read is an error: a mount
 // that loses bytes must not look fast.
-func benchSequential(ctx context.Context, t benchTarget, items []benchItem, s benchSettings) (seqResult, error) {
+func sequential(ctx context.Context, t Target, items []item, s Settings) (seqResult, error) {
 	var jobs []seqJob
 	var want int64
 	for _, it := range items {
 		want += it.size
-		step := s.rangeSize
+		step := s.RangeSize
 		if step <= 0 {
 			step = max(it.size, 1)
 		}
@@ -49,11 +49,11 @@ func benchSequential(ctx context.Context, t benchTarget, items []benchItem, s be
 	var sum tally
 	start := time.Now()
 	var wg sync.WaitGroup
-	for range min(s.workers, len(jobs)) {
+	for range min(s.Workers, len(jobs)) {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			buf := make([]byte, s.chunk)
+			buf := make([]byte, s.Chunk)
 			for j := range queue {
 				n, err := readJob(ctx, t, j, buf)
 				if !sum.add(n, err) {
@@ -74,7 +74,7 @@ func benchSequential(ctx context.Context, t benchTarget, items []benchItem, s be
 	return seqResult{bytes: total, seconds: elapsed}, nil
 }
 
-func readJob(ctx context.Context, t benchTarget, j seqJob, buf []byte) (int64, error) {
+func readJob(ctx context.Context, t Target, j seqJob, buf []byte) (int64, error) {
 	r, err := t.open(ctx, j.item)
 	if err != nil {
 		return 0, err
@@ -102,15 +102,15 @@ type firstByteResult struct {
 	median, min, max float64
 }
 
-// benchFirstByte opens s.opens items one after another (distinct items in
+// firstByte opens s.Opens items one after another (distinct items in
 // listing order, wrapping when there are fewer) and times open plus the read
-// of the first s.ttfbSize bytes.
-func benchFirstByte(ctx context.Context, t benchTarget, items []benchItem, s benchSettings) (firstByteResult, error) {
-	buf := make([]byte, s.ttfbSize)
-	lat := make([]float64, 0, s.opens)
-	for i := range s.opens {
+// of the first s.TTFBSize bytes.
+func firstByte(ctx context.Context, t Target, items []item, s Settings) (firstByteResult, error) {
+	buf := make([]byte, s.TTFBSize)
+	lat := make([]float64, 0, s.Opens)
+	for i := range s.Opens {
 		it := items[i%len(items)]
-		p := buf[:min(s.ttfbSize, it.size)]
+		p := buf[:min(s.TTFBSize, it.size)]
 		start := time.Now()
 		r, err := t.open(ctx, it)
 		if err != nil {
@@ -144,19 +144,19 @@ type randomRead struct {
 	off  int64
 }
 
-// benchRandom spreads s.randomReads reads of s.randomSize over items at
-// offsets drawn from s.seed (aligned to 4 KiB, as loaders' index lookups
-// land), read by s.readers readers. Each reader opens an item once, before
+// random spreads s.RandomReads reads of s.RandomSize over items at
+// offsets drawn from s.Seed (aligned to 4 KiB, as loaders' index lookups
+// land), read by s.Readers readers. Each reader opens an item once, before
 // the clock starts, and keeps it open: the workload times reads, not opens.
-func benchRandom(ctx context.Context, t benchTarget, items []benchItem, s benchSettings) (randomResult, error) {
-	rng := rand.New(rand.NewPCG(uint64(s.seed), 0x5eed))
-	reads := make([]randomRead, s.randomReads)
+func random(ctx context.Context, t Target, items []item, s Settings) (randomResult, error) {
+	rng := rand.New(rand.NewPCG(uint64(s.Seed), 0x5eed))
+	reads := make([]randomRead, s.RandomReads)
 	for i := range reads {
 		idx := rng.IntN(len(items))
-		span := max(items[idx].size-s.randomSize, 0) / 4096
+		span := max(items[idx].size-s.RandomSize, 0) / 4096
 		reads[i] = randomRead{item: idx, off: rng.Int64N(span+1) * 4096}
 	}
-	readers := make([]map[int]benchReader, s.readers)
+	readers := make([]map[int]itemReader, s.Readers)
 	defer func() {
 		for _, m := range readers {
 			for _, r := range m {
@@ -165,8 +165,8 @@ func benchRandom(ctx context.Context, t benchTarget, items []benchItem, s benchS
 		}
 	}()
 	for w := range readers {
-		readers[w] = map[int]benchReader{}
-		for i := w; i < len(reads); i += s.readers {
+		readers[w] = map[int]itemReader{}
+		for i := w; i < len(reads); i += s.Readers {
 			if _, ok := readers[w][reads[i].item]; ok {
 				continue
 			}
@@ -185,10 +185,10 @@ func benchRandom(ctx context.Context, t benchTarget, items []benchItem, s benchS
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			buf := make([]byte, s.randomSize)
-			for i := w; i < len(reads); i += s.readers {
+			buf := make([]byte, s.RandomSize)
+			for i := w; i < len(reads); i += s.Readers {
 				rd := reads[i]
-				p := buf[:min(s.randomSize, items[rd.item].size-rd.off)]
+				p := buf[:min(s.RandomSize, items[rd.item].size-rd.off)]
 				n, err := readers[w][rd.item].ReadAt(ctx, p, rd.off)
 				if n != len(p) {
 					err = fmt.Errorf("%s at %d: read %d of %d bytes: %v", items[rd.item].key, rd.off, n, len(p), err)

@@ -12,10 +12,10 @@ import (
 	"github.com/shardfs/shardfs/prefetch"
 )
 
-// benchCommand runs the workloads of package bench two ways with the same code: straight
+// benchCommand runs the workloads of package bench two ways: straight
 // against the store (the ceiling without FUSE) and over the files of any
-// mounted directory (shardfs, s3fs, rclone mount), so the figures compare
-// like with like. scripts/bench.sh runs both side by side.
+// mounted directory (shardfs, s3fs, rclone mount). scripts/bench.sh runs
+// both side by side.
 func benchCommand() *cli.Command {
 	direct := append(benchFlags(), s3Flags()...)
 	direct = append(direct,

@@ -69,7 +69,7 @@ func (s *Scheduler) coverLocked(st *Stream, r, read Range, sequential bool, affo
 // opens next lies past those. Objects opened before st only (in an earlier
 // epoch) are prefetched again.
 func (s *Scheduler) spillLocked(st *Stream, spill int64, afford func(size int64) bool) {
-	i, ok := s.registry.orderIndex[st.obj.Key]
+	i, ok := s.registry.indexOf(st.obj.Key)
 	if !ok || s.cfg.NextShards <= 0 {
 		return
 	}

@@ -11,15 +11,14 @@ import (
 // registry is what the scheduler knows of objects, parts and streams.
 // Guarded by Scheduler.mu.
 type registry struct {
-	objects    map[objectID]*object
-	streams    map[*Stream]struct{}
-	live       map[*part]struct{} // every part whose budget is not yet released
-	order      []store.Object
-	orderIndex map[string]int // key → index in order
-	openedAt   []uint64       // by index in order: opens when it was last opened, 0 never
-	opens      uint64         // streams opened so far
-	hints      []store.Object // hinted objects not yet prefetched, in order
-	spec       []*part        // parts prefetched for objects not yet open, oldest first
+	objects  map[objectID]*object
+	streams  map[*Stream]struct{}
+	live     map[*part]struct{} // every part whose budget is not yet released
+	order    []store.Object     // the listing, sorted by key (indexOf)
+	openedAt []uint64           // by index in order: opens when it was last opened, 0 never
+	opens    uint64             // streams opened so far
+	hints    []store.Object     // hinted objects not yet prefetched, in order
+	spec     []*part            // parts prefetched for objects not yet open, oldest first
 }
 
 // objectID names one version of an object: parts of two versions never mix.

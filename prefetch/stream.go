@@ -39,7 +39,7 @@ func (s *Scheduler) Open(obj store.Object) *Stream {
 	st.o.streams++
 	s.registry.opens++
 	st.opened = s.registry.opens
-	if i, ok := s.registry.orderIndex[obj.Key]; ok {
+	if i, ok := s.registry.indexOf(obj.Key); ok {
 		s.registry.openedAt[i] = st.opened
 	}
 	s.registry.streams[st] = struct{}{}

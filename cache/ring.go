@@ -2,7 +2,7 @@ package cache
 
 // Lock order (take the earlier before the later, never the reverse):
 //
-//	Cache.life  RWMutex: ReadAt, PutRange, Has and Lease share it; Close holds it
+//	Cache.life  RWMutex: Lookup, Get, ReadAt, Put and Lease share it; Close holds it
 //	            exclusively, so the ring file is never closed under a reader.
 //	ring.mu     RWMutex: the slot table, the index, the write head and the
 //	            occupancy figures. Held only to read or change those tables,

@@ -10,7 +10,8 @@
 # page cache is dropped and the daemon is mounted afresh before each one;
 # shardfs runs without --cache-dir. Results: RESULT/RSS/STAT lines in
 # OUT/results.txt and the table in OUT/table.md (OUT defaults to
-# .work/bench-loopback or .work/bench-remote). SHARDFS_BIN picks the binary.
+# .work/bench-loopback or .work/bench-remote), with the daemon's CPU seconds
+# per workload (CPU lines). SHARDFS_BIN picks the binary.
 # The cold sequential read of the direct client and of shardfs, whose ratio
 # is the headline, runs --rounds times (default 3), interleaved; the table
 # shows medians and every round.
@@ -128,6 +129,10 @@ mount_fs() { # mount_fs SYSTEM [shardfs flags...]
 
 peak_rss_kb() { awk '/^VmHWM:/ {print $2}' "/proc/$DAEMON_PID/status"; }
 
+# cpu_seconds PID: user+system CPU the process has used so far.
+CLK_TCK=$(getconf CLK_TCK)
+cpu_seconds() { awk -v hz="$CLK_TCK" '{sub(/^.*\) /, ""); printf "%.2f", ($12 + $13) / hz}' "/proc/$1/stat"; }
+
 unmount_fs() {
 	fusermount3 -u "$MNT" 2>/dev/null || fusermount3 -uz "$MNT"
 	local deadline=$((SECONDS + 30))
@@ -157,6 +162,7 @@ measure() {
 	drop_caches
 	"$SHARDFS" bench files "$MNT" --name "$label" --workload "$workload" --include 'shard-*' "${bench[@]}" | tee -a "$RESULTS" >&2
 	record "RSS name=$label workload=$workload vmhwm_kb=$(peak_rss_kb)"
+	record "CPU name=$label workload=$workload daemon_cpu_s=$(cpu_seconds "$DAEMON_PID")"
 	if [ "$system" = shardfs ]; then
 		record "STAT name=$label workload=$workload gets=$(stat_value store_gets_total) store_bytes=$(stat_value store_bytes_total) prefetch_waits=$(stat_value prefetch_waits_total) budget_waits=$(stat_value prefetch_budget_waits_total) budget_peak=$(stat_value prefetch_budget_peak_bytes) network_wait_s=$(stat_value read_network_wait_seconds_total)"
 	fi

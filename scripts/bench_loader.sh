@@ -10,6 +10,7 @@
 # Knobs: BENCH_SHARDS (48) BENCH_SAMPLES (64 per shard) BENCH_SAMPLE_SIZE (96K)
 #        BENCH_WORKERS (4) BENCH_DATASET (iterable|map) BENCH_REPEAT (3)
 #        BENCH_DIR (a fresh directory under $TMPDIR, removed at the end)
+#        SHARDFS_BIN (the binary to measure; default: built from this tree)
 set -euo pipefail
 # shellcheck source=scripts/lib.sh
 source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
@@ -30,7 +31,7 @@ PREFIX=train
 [ "$(id -u)" -eq 0 ] || command -v sudo >/dev/null || die "dropping the page cache needs root or sudo"
 BENCH=${BENCH_DIR:-$(mktemp -d "${TMPDIR:-/tmp}/shardfs-bench.XXXXXX")}
 mkdir -p "$BENCH"
-BIN=$SHARDFS_ROOT/bin/shardfs
+BIN=${SHARDFS_BIN:-$SHARDFS_ROOT/bin/shardfs}
 MNT=$BENCH/mnt
 export SHARDFS_MINIO_STATE=$BENCH/minio.env
 TOXI_PID=
@@ -72,7 +73,7 @@ toxiproxy() { # METHOD PATH [JSON]
 }
 
 log "== build, data set ($SHARDS shards x $SAMPLES samples x $SAMPLE_SIZE), MinIO"
-go build -o "$BIN" ./cmd/shardfs
+[ -n "${SHARDFS_BIN:-}" ] || go build -o "$BIN" ./cmd/shardfs
 "$SYS_PYTHON" scripts/gen_shards.py "$BENCH/local" "$SHARDS" "$SAMPLES" "$SAMPLE_SIZE" 2>/dev/null
 BYTES=$(du -sb "$BENCH/local" | cut -f1)
 eval "$(scripts/minio.sh start 2>/dev/null)"

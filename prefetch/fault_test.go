@@ -51,6 +51,9 @@ func TestAFaultingCopyLeavesNoPin(t *testing.T) {
 			t.Fatalf("read %d into a truncated mapping did not fault", i)
 		}
 	}
+	if pins := settledStats(t, s).ReadPins; pins != 0 {
+		t.Fatalf("%d read pins left after faulting reads", pins)
+	}
 	if in := settledStats(t, s).InUseBytes; in != 0 {
 		t.Fatalf("%d bytes of budget still in use after faulting reads closed, want 0", in)
 	}

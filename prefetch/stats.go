@@ -2,7 +2,7 @@ package prefetch
 
 // Stats are the scheduler's counters, for /.shardfs/stats and metrics.
 // Byte and part counts are totals since NewScheduler except InUseBytes,
-// Streams and Running, which are current.
+// ReadPins, Streams and Running, which are current.
 type Stats struct {
 	Gets                  int64 // ranged GETs finished, successful or not
 	FetchedBytes          int64 // bytes those GETs returned
@@ -13,6 +13,7 @@ type Stats struct {
 	WaitNanos             int64 // total time those reads waited
 	BudgetWaits           int64 // times a read waited for memory budget (backpressure)
 	InUseBytes            int64 // budget held now by parts in flight or fetched and not yet consumed
+	ReadPins              int64 // pins reads hold on parts now (bytes being copied, or lent to a reply); 0 when no read runs
 	PeakInUseBytes        int64 // the most InUseBytes has been
 	Streams               int64 // open streams
 	Running               int64 // parts being fetched (or read from the cache) now

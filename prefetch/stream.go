@@ -241,6 +241,7 @@ func (st *Stream) pin(ctx context.Context, pos, readEnd, needEnd int64, sequenti
 			s.holdLocked(st, p)
 			s.urgeLocked(p)
 			p.pins++
+			s.stats.ReadPins++
 			return p, nil
 		}
 		released := s.budget.released
@@ -301,6 +302,7 @@ func (st *Stream) serve(ctx context.Context, p *part, pos, end int64, sequential
 // unpinLocked ends one read's pin on p, freeing p if nothing else keeps it.
 func (s *Scheduler) unpinLocked(p *part) {
 	p.pins--
+	s.stats.ReadPins--
 	s.releaseIfUnusedLocked(p)
 }
 

@@ -258,14 +258,14 @@ func TestHostileClients(t *testing.T) {
 			}
 			checkShards(t, mnt, e2e.objects)
 			st := settledStats(t, mnt, before)
-			for _, held := range []string{"gds_leases", "gds_buffers", "cache_leases"} {
+			for _, held := range []string{"gds_leases", "gds_buffers", "cache_leases", "prefetch_read_pins"} {
 				if st[held] != 0 {
 					t.Errorf("%s = %v after every hostile client exited, want 0", held, st[held])
 				}
 			}
-			if st["prefetch_budget_in_use_bytes"] > before["prefetch_budget_in_use_bytes"] {
-				t.Errorf("read-ahead budget in use %v after, %v before: a part stayed pinned", st["prefetch_budget_in_use_bytes"], before["prefetch_budget_in_use_bytes"])
-			}
+			// Read-ahead budget may hold parts prefetched for the next shard
+			// (speculative, evictable); pins are what a leak would hold.
+			t.Logf("read-ahead budget in use %v after, %v before", st["prefetch_budget_in_use_bytes"], before["prefetch_budget_in_use_bytes"])
 			if st["goroutines"] > before["goroutines"]+10 {
 				t.Errorf("%v goroutines after, %v before", st["goroutines"], before["goroutines"])
 			}
@@ -287,16 +287,16 @@ func TestHostileClients(t *testing.T) {
 }
 
 // settledStats reads the mount's stats once nothing is held any more (or
-// after 10 s): leases, buffers, and goroutines and read-ahead budget back
-// to where before had them (before nil: any).
+// after 10 s): leases, buffers, read pins, and goroutines back to where
+// before had them (before nil: any).
 func settledStats(t *testing.T, mnt string, before map[string]float64) map[string]float64 {
 	t.Helper()
 	deadline := time.Now().Add(10 * time.Second)
 	for {
 		st := mountStats(t, mnt)
-		settled := st["gds_leases"] == 0 && st["gds_buffers"] == 0 && st["cache_leases"] == 0
+		settled := st["gds_leases"] == 0 && st["gds_buffers"] == 0 && st["cache_leases"] == 0 && st["prefetch_read_pins"] == 0
 		if before != nil {
-			settled = settled && st["goroutines"] <= before["goroutines"]+10 && st["prefetch_budget_in_use_bytes"] <= before["prefetch_budget_in_use_bytes"]
+			settled = settled && st["goroutines"] <= before["goroutines"]+10
 		}
 		if settled || time.Now().After(deadline) {
 			return st
@@ -414,4 +414,26 @@ func TestWarmedCacheIsUsedByAMountWithoutCacheSize(t *testing.T) {
 		t.Fatalf("mount asking 10 GiB on a 96 MiB filesystem: exit %d, mounted %v, stderr %q; want one line and no mount", r.code, isMounted(mnt), r.stderr)
 	}
 	t.Logf("terminal: %s", strings.TrimSpace(r.stderr))
+}
+
+// A cache dir that another user could have planted files in is refused
+// before anything is read from it (the ring, the persisted listing), in
+// one line, and nothing is mounted.
+func TestMountRefusesAnUntrustedCacheDir(t *testing.T) {
+	shared := sharedDir(t)
+	cacheDir := filepath.Join(shared, "cache")
+	if err := os.Mkdir(cacheDir, 0o777); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Chmod(cacheDir, 0o777); err != nil {
+		t.Fatal(err)
+	}
+	mnt := t.TempDir()
+	r := runShardfs(e2e.env(), mountTimeout, "mount", e2e.data, mnt, "--cache-dir", cacheDir)
+	line := strings.TrimSpace(r.stderr)
+	if r.code == 0 || isMounted(mnt) || strings.Contains(line, "\n") || !strings.Contains(line, "refusing") {
+		unmountDaemon(t, mnt)
+		t.Fatalf("mount with a world-writable cache dir: exit %d, mounted %v, stderr %q; want one line refusing it", r.code, isMounted(mnt), line)
+	}
+	t.Logf("terminal: %s", line)
 }

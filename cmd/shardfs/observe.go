@@ -52,6 +52,7 @@ func registerPrefetchMetrics(m *metrics.Metrics, s *prefetch.Scheduler) {
 	m.CounterFunc("shardfs_prefetch_ahead_served_bytes_total", "Bytes served from parts fetched ahead of the read that needed them.", stat(func(s prefetch.Stats) float64 { return float64(s.PrefetchedServedBytes) }))
 	m.CounterFunc("shardfs_prefetch_waits_total", "Reads that waited for bytes still on the network.", stat(func(s prefetch.Stats) float64 { return float64(s.Waits) }))
 	m.CounterFunc("shardfs_prefetch_budget_waits_total", "Times a read waited for the memory budget (backpressure).", stat(func(s prefetch.Stats) float64 { return float64(s.BudgetWaits) }))
+	m.GaugeFunc("shardfs_prefetch_read_pins", "Pins reads hold on read-ahead parts now; one that stays above 0 with no read running is a leak.", stat(func(s prefetch.Stats) float64 { return float64(s.ReadPins) }))
 	m.GaugeFunc("shardfs_prefetch_budget_in_use_bytes", "Read-ahead budget held by parts in flight or not yet consumed.", stat(func(s prefetch.Stats) float64 { return float64(s.InUseBytes) }))
 	m.GaugeFunc("shardfs_prefetch_budget_peak_bytes", "The most read-ahead budget ever held at once.", stat(func(s prefetch.Stats) float64 { return float64(s.PeakInUseBytes) }))
 	m.GaugeFunc("shardfs_prefetch_streams", "Open read-ahead streams.", stat(func(s prefetch.Stats) float64 { return float64(s.Streams) }))

@@ -9,6 +9,7 @@ import (
 	"net"
 	"time"
 
+	"github.com/shardfs/shardfs/cache"
 	"github.com/shardfs/shardfs/listing"
 	"github.com/shardfs/shardfs/store"
 )
@@ -61,6 +62,13 @@ func (b *backend) list(ctx context.Context, cfg sourceConfig, log *slog.Logger) 
 	lc.Key = b.retry.String()
 	if b.src.IsS3() {
 		lc.Key = cmp.Or(cfg.S3.Endpoint, "AWS S3") + " " + lc.Key
+	}
+	if lc.Dir != "" {
+		// Listings persist in the cache dir: read one only from a dir of
+		// the user's own, as the ring is.
+		if err := cache.CheckDir(lc.Dir); err != nil {
+			return err
+		}
 	}
 	startup := store.WithRetry(b.meter, store.RetryPolicy{Attempts: 3, BaseDelay: 200 * time.Millisecond, MaxDelay: time.Second}, log)
 	l, err := listing.Load(ctx, lc, startup, log)

@@ -23,7 +23,12 @@ func (r *Root) Update(objs []store.Object) Changes {
 	r.refreshMu.Lock()
 	defer r.refreshMu.Unlock()
 	old := r.m.tree()
-	next := r.m.build(objs)
+	next, skipped := buildTree(objs)
+	if len(skipped) > 0 {
+		// The mount named each at warn level; a refresh every minute
+		// repeating them all would drown the log, so it counts them.
+		r.m.opts.Log.Debug("keys not shown in the mount", "count", len(skipped), "first", skipped[0].Key, "reason", skipped[0].Reason)
+	}
 	r.m.current.Store(next)
 	var inode *gofs.Inode
 	if r.m.mounted.Load() {

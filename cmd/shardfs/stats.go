@@ -76,7 +76,7 @@ func formatValue(s metrics.Sample) string {
 		return fmt.Sprintf("n=%d mean=%s p50<=%s p99<=%s", s.Count, seconds(s.Value/float64(s.Count)), seconds(s.P50), seconds(s.P99))
 	case strings.HasSuffix(s.Name, "_bytes") || strings.HasSuffix(s.Name, "_bytes_total"):
 		return formatSize(int64(s.Value))
-	case strings.HasSuffix(s.Name, "_seconds_total"):
+	case strings.HasSuffix(s.Name, "_seconds_total") || strings.HasSuffix(s.Name, "_seconds"):
 		return seconds(s.Value)
 	}
 	return fmt.Sprintf("%.0f", s.Value)

@@ -21,8 +21,12 @@ import (
 // one of the types the VFS or FUSE handle themselves ('f', 'X', 0x94,
 // 0x58...), so these commands always reach the daemon.
 const (
-	// ABIVersion is the value every request's first field must hold.
-	ABIVersion = 1
+	// ABIVersion is the version this daemon speaks: 2 added the batch
+	// commands (SUBMIT, WAIT, abi_batch.go). Requests of the commands of
+	// version 1 may still carry 1 (MinABIVersion); the batch commands need 2.
+	ABIVersion = 2
+	// MinABIVersion is the oldest version the version-1 commands accept.
+	MinABIVersion = 1
 	// IoctlType is the ioctl type byte of every shardfs command.
 	IoctlType = 0xBD
 
@@ -201,6 +205,12 @@ var le = binary.LittleEndian
 // Arrays (names, paths) are read from p in place: encoding/binary reflects
 // over every byte of an array, which would cost a READ ioctl microseconds.
 func decodeFields(p []byte, size int, dst interface{ header() wireHeader }) error {
+	return decodeFieldsSince(p, size, dst, MinABIVersion, 0)
+}
+
+// decodeFieldsSince is decodeFields for a command that exists since ABI
+// version since and knows the flag bits knownFlags.
+func decodeFieldsSince(p []byte, size int, dst interface{ header() wireHeader }, since, knownFlags uint32) error {
 	if len(p) < size {
 		return fmt.Errorf("%d < %d bytes: %w", len(p), size, ErrShortPayload)
 	}
@@ -208,10 +218,10 @@ func decodeFields(p []byte, size int, dst interface{ header() wireHeader }) erro
 		return fmt.Errorf("%v: %w", err, ErrShortPayload)
 	}
 	h := dst.header()
-	if h.Version != ABIVersion {
-		return fmt.Errorf("version %d, want %d: %w", h.Version, ABIVersion, ErrABIVersion)
+	if h.Version < since || h.Version > ABIVersion {
+		return fmt.Errorf("version %d, want %d..%d: %w", h.Version, since, ABIVersion, ErrABIVersion)
 	}
-	if h.Flags != 0 {
+	if h.Flags&^knownFlags != 0 {
 		return fmt.Errorf("flags %#x: %w", h.Flags, ErrBadField)
 	}
 	return nil

@@ -76,12 +76,14 @@ func TestDecodeRejects(t *testing.T) {
 		p    []byte
 		want error
 	}{
-		"short":            {good[:readSize-1], ErrShortPayload},
-		"version 0":        {mutate(func(p []byte) { le.PutUint32(p, 0) }), ErrABIVersion},
-		"version 2":        {mutate(func(p []byte) { le.PutUint32(p, 2) }), ErrABIVersion},
-		"flags":            {mutate(func(p []byte) { p[4] = 1 }), ErrBadField},
-		"no terminator":    {mutate(func(p []byte) { fill(p[48:], 'a') }), ErrBadField},
-		"after terminator": {mutate(func(p []byte) { p[readSize-1] = 'z' }), ErrBadField},
+		"short":                     {good[:readSize-1], ErrShortPayload},
+		"version 0":                 {mutate(func(p []byte) { le.PutUint32(p, 0) }), ErrABIVersion},
+		"version 1 (older clients)": {mutate(func(p []byte) { le.PutUint32(p, 1) }), nil},
+		"version 2":                 {mutate(func(p []byte) { le.PutUint32(p, 2) }), nil},
+		"version 3":                 {mutate(func(p []byte) { le.PutUint32(p, 3) }), ErrABIVersion},
+		"flags":                     {mutate(func(p []byte) { p[4] = 1 }), ErrBadField},
+		"no terminator":             {mutate(func(p []byte) { fill(p[48:], 'a') }), ErrBadField},
+		"after terminator":          {mutate(func(p []byte) { p[readSize-1] = 'z' }), ErrBadField},
 	}
 	for name, c := range cases {
 		if _, err := DecodeRead(c.p); !errors.Is(err, c.want) {

@@ -18,10 +18,21 @@ type Capabilities struct {
 	MaxBufferSize    int64             `json:"max_buffer_size"`
 	MaxRegistrations int               `json:"max_registrations"`
 	MaxLeaseBytes    int64             `json:"max_lease_bytes"`
+	MinABIVersion    int               `json:"min_abi_version"`
+	Batch            BatchCapabilities `json:"batch"`
 	GPUs             []GPU             `json:"gpus"`
 	// GPUError says why GPUs is empty when discovery failed for a reason
 	// other than a missing driver.
 	GPUError string `json:"gpu_error,omitempty"`
+}
+
+// BatchCapabilities are the bounds of the batch commands.
+type BatchCapabilities struct {
+	EntrySize         int `json:"entry_size"`
+	MaxBatch          int `json:"max_batch"`
+	MaxInFlightPerUID int `json:"max_in_flight_per_uid"`
+	MaxInFlight       int `json:"max_in_flight"`
+	Workers           int `json:"workers"`
 }
 
 // Capabilities returns the ctl file's content. GPU discovery runs once;
@@ -39,6 +50,13 @@ func (s *Server) Capabilities(ctx context.Context) ([]byte, error) {
 		Commands: map[string]uint32{
 			"register": CmdRegister, "unregister": CmdUnregister, "read": CmdRead,
 			"lease": CmdLease, "lease_drop": CmdLeaseDrop,
+			"submit": CmdSubmit, "wait": CmdWait,
+		},
+		MinABIVersion: MinABIVersion,
+		Batch: BatchCapabilities{
+			EntrySize: BatchEntrySize, MaxBatch: s.cfg.MaxBatch,
+			MaxInFlightPerUID: s.cfg.MaxInFlightPerUID, MaxInFlight: s.cfg.MaxInFlight,
+			Workers: s.cfg.BatchWorkers,
 		},
 		BlockSize:        s.cfg.BlockSize,
 		Alignment:        s.cfg.Alignment,

@@ -29,7 +29,8 @@ import (
 //	ENOSPC      the lease would pin more ring bytes than the uid's or the
 //	            mount's limit; shm file pages could not be allocated
 //	ERANGE      shm file smaller than the size asked; file offset past the
-//	            end of the shard; buffer offset+length past the buffer
+//	            end of the shard; buffer offset+length past the buffer;
+//	            SUBMIT entries outside the queue buffer or not 8-byte aligned
 //	EBADF       buffer id not registered on this handle (unknown, unregistered,
 //	            or another handle's)
 //	EFAULT      the shm file shrank under the mapping
@@ -38,6 +39,12 @@ import (
 //	EINTR       the request was interrupted
 //	EIO         the shard could not be read (changed ETag, backend failure)
 //	ENODEV      the server is closed
+//	E2BIG       SUBMIT of more entries than MaxBatch
+//	EAGAIN      SUBMIT would pass a bound on batch entries in flight (per
+//	            handle, uid or mount): WAIT for completions, then submit again
+//
+// A batch entry's result is -errno from the same list (READ's errnos for
+// the entry's own fields; ERANGE for a path outside the queue).
 var (
 	errEmptyPath = fmt.Errorf("no shard path given on the ctl file: %w", syscall.EINVAL)
 	errNoFile    = fmt.Errorf("no such shard: %w", syscall.ENOENT)

@@ -37,6 +37,11 @@ type Config struct {
 	MaxLeasesPerUID          int   // leases one uid holds (default 256)
 	MaxLeasedBytes           int64 // ring bytes all leases pin (default 4 GiB; set it to half the ring)
 	MaxLeasedBytesPerUID     int64 // ring bytes one uid's leases pin (default 3/4 of MaxLeasedBytes)
+
+	MaxBatch          int // entries per SUBMIT, and in flight per handle (default 256)
+	MaxInFlightPerUID int // batch entries in flight per uid (default 1024)
+	MaxInFlight       int // batch entries in flight per mount (default 4096)
+	BatchWorkers      int // goroutines serving batch entries (default GOMAXPROCS, 4..32)
 }
 
 func (c Config) withDefaults() Config {
@@ -76,6 +81,18 @@ func (c Config) withDefaults() Config {
 	if c.MaxLeasedBytesPerUID <= 0 {
 		c.MaxLeasedBytesPerUID = c.MaxLeasedBytes / 4 * 3
 	}
+	if c.MaxBatch <= 0 {
+		c.MaxBatch = 256
+	}
+	if c.MaxInFlightPerUID <= 0 {
+		c.MaxInFlightPerUID = 1024
+	}
+	if c.MaxInFlight <= 0 {
+		c.MaxInFlight = 4096
+	}
+	if c.BatchWorkers <= 0 {
+		c.BatchWorkers = defaultBatchWorkers()
+	}
 	return c
 }
 
@@ -90,6 +107,14 @@ type Server struct {
 
 	nextID atomic.Uint64 // buffer and lease ids: never reused, so a stale id cannot alias
 
+	// The batch path (batch.go, workers.go).
+	queues    [residencies]chan *batchJob
+	inFlight  inFlight
+	startOnce sync.Once
+	stopOnce  sync.Once
+	quit      chan struct{}
+	workers   sync.WaitGroup
+
 	mu      sync.Mutex
 	handles map[uint64]*handleState
 	perUID  map[uint32]*usage
@@ -99,10 +124,21 @@ type Server struct {
 	caps    []byte // capabilities JSON, built once (GPU discovery is slow)
 }
 
-// handleState is what one open file holds. Guarded by Server.mu.
+// handleState is what one open file holds. bufs and leases are guarded by
+// Server.mu, inFlight by Server.inFlight.mu.
 type handleState struct {
+	handle uint64
 	bufs   map[uint64]*buffer
 	leases map[uint64]leaseHold
+
+	// ctx ends when the handle is released: its batch entries still
+	// queued or reading stop early.
+	ctx       context.Context
+	cancel    context.CancelFunc
+	inFlight  int
+	completed atomic.Uint64 // batch entries completed since open
+	notifyMu  sync.Mutex
+	notify    chan struct{} // closed (and replaced) at each completion
 }
 
 // leaseHold is one lease and whom it is counted against.
@@ -112,21 +148,48 @@ type leaseHold struct {
 	bytes int64
 }
 
+// complete counts one completed batch entry and wakes the WAITs.
+func (st *handleState) complete() {
+	st.completed.Add(1)
+	st.notifyMu.Lock()
+	close(st.notify)
+	st.notify = make(chan struct{})
+	st.notifyMu.Unlock()
+}
+
+// completions returns a channel closed at the next completion.
+func (st *handleState) completions() <-chan struct{} {
+	st.notifyMu.Lock()
+	defer st.notifyMu.Unlock()
+	return st.notify
+}
+
 // NewServer returns a server reading through files. leaser may be nil (no
 // cache ring: LEASE answers EOPNOTSUPP); gpus may be nil (no GPUs listed).
 func NewServer(cfg Config, files Files, leaser Leaser, gpus GPUSource, log *slog.Logger) *Server {
 	if log == nil {
 		log = slog.New(slog.NewTextHandler(io.Discard, nil))
 	}
-	return &Server{
-		cfg:     cfg.withDefaults(),
+	cfg = cfg.withDefaults()
+	s := &Server{
+		cfg:     cfg,
 		files:   files,
 		leaseFn: leaseFuncOf(leaser),
 		gpus:    gpus,
 		log:     log,
 		handles: map[uint64]*handleState{},
 		perUID:  map[uint32]*usage{},
+
+		quit:    make(chan struct{}),
+		inFlight: inFlight{
+			perHandle: cfg.MaxBatch, perUID: cfg.MaxInFlightPerUID, perMount: cfg.MaxInFlight,
+			byUID: map[uint32]int{},
+		},
 	}
+	for i := range s.queues {
+		s.queues[i] = make(chan *batchJob, cfg.MaxInFlight) // never full: entries are bounded by MaxInFlight
+	}
+	return s
 }
 
 // Ioctl handles one ioctl. handle identifies the open file; obj is the
@@ -150,6 +213,10 @@ func (s *Server) Ioctl(ctx context.Context, handle uint64, uid, pid uint32, obj 
 		reply, err = s.lease(ctx, handle, uid, obj, in, out)
 	case CmdLeaseDrop:
 		err = s.leaseDrop(handle, in)
+	case CmdSubmit:
+		reply, err = s.submit(ctx, handle, uid, obj, in, out)
+	case CmdWait:
+		reply, err = s.wait(ctx, handle, in, out)
 	default:
 		return 0, syscall.ENOTTY
 	}
@@ -188,6 +255,7 @@ func (s *Server) Close() {
 	for _, st := range handles {
 		st.drop()
 	}
+	s.stopWorkers()
 }
 
 func (s *Server) isClosed() bool {
@@ -201,7 +269,9 @@ func (s *Server) isClosed() bool {
 func (s *Server) stateLocked(handle uint64, create bool) *handleState {
 	st := s.handles[handle]
 	if st == nil && create && !s.closed {
-		st = &handleState{bufs: map[uint64]*buffer{}, leases: map[uint64]leaseHold{}}
+		ctx, cancel := context.WithCancel(context.Background())
+		st = &handleState{handle: handle, bufs: map[uint64]*buffer{}, leases: map[uint64]leaseHold{},
+			ctx: ctx, cancel: cancel, notify: make(chan struct{})}
 		s.handles[handle] = st
 	}
 	return st
@@ -212,6 +282,7 @@ func (st *handleState) drop() {
 	if st == nil {
 		return
 	}
+	st.cancel()
 	for _, b := range st.bufs {
 		b.close()
 	}
@@ -249,6 +320,10 @@ func cmdName(cmd uint32) string {
 		return "LEASE"
 	case CmdLeaseDrop:
 		return "LEASE_DROP"
+	case CmdSubmit:
+		return "SUBMIT"
+	case CmdWait:
+		return "WAIT"
 	}
 	return "?"
 }

@@ -182,6 +182,7 @@ type LeaseExtent struct {
 // than Length when the range needs more extents or paths than one reply
 // carries, and the client asks again from FileOffset+Covered.
 type LeaseReq struct {
+	Flags      uint32 // LeaseUnlessInRAM
 	FileOffset uint64
 	Length     uint64
 	Path       string
@@ -336,14 +337,14 @@ func DecodeLease(p []byte) (LeaseReq, error) {
 
 func decodeLease(p []byte) (LeaseReq, leaseFields, error) {
 	var w leaseFields
-	if err := decodeFields(p, leaseSize, &w); err != nil {
+	if err := decodeFieldsSince(p, leaseSize, &w, MinABIVersion, LeaseUnlessInRAM); err != nil {
 		return LeaseReq{}, w, err
 	}
 	path, err := cString(p[leasePathAt : leasePathAt+PathSize])
 	if err != nil {
 		return LeaseReq{}, w, err
 	}
-	return LeaseReq{FileOffset: w.FileOffset, Length: w.Length, Path: path}, w, nil
+	return LeaseReq{Flags: w.Flags, FileOffset: w.FileOffset, Length: w.Length, Path: path}, w, nil
 }
 
 // DecodeLeaseReply decodes a LEASE struct as the daemon returns it. Counts
@@ -382,7 +383,7 @@ func (r LeaseReq) Encode() ([]byte, error) {
 	if len(r.Extents) > MaxLeaseExtents || len(r.Paths) > MaxLeasePaths {
 		return nil, fmt.Errorf("%d extents, %d paths: %w", len(r.Extents), len(r.Paths), ErrBadField)
 	}
-	p := encodeFields(leaseSize, leaseFields{current, r.FileOffset, r.Length, r.LeaseID, r.Covered, uint32(len(r.Extents)), uint32(len(r.Paths))})
+	p := encodeFields(leaseSize, leaseFields{wireHeader{Version: ABIVersion, Flags: r.Flags}, r.FileOffset, r.Length, r.LeaseID, r.Covered, uint32(len(r.Extents)), uint32(len(r.Paths))})
 	if err := putCString(p[leasePathAt:leasePathAt+PathSize], r.Path); err != nil {
 		return nil, err
 	}

@@ -33,6 +33,10 @@ const (
 	// SubmitWait makes SUBMIT return only once every entry it started has
 	// completed: a batched synchronous READ.
 	SubmitWait = 1 << 0
+	// LeaseUnlessInRAM (a LEASE flag, version 2) refuses with ENODATA a
+	// range whose every block is in the RAM tier: READ copies it from
+	// memory faster than the client can read the ring's disk.
+	LeaseUnlessInRAM = 1 << 0
 )
 
 // The batch wire structs, in the style of abi.go: sizes and offsets are
@@ -44,7 +48,7 @@ type (
 	//	16 u64 entries_off | 24 u32 count | 28 u32 reserved |
 	//	32 u64 accepted (out) | 40 u64 completed (out: the handle's completions so far)
 	SubmitReq struct {
-		wireHeader
+		Version, Flags         uint32
 		QueueBufID, EntriesOff uint64
 		Count, Reserved        uint32
 		Accepted, Completed    uint64 // out
@@ -55,7 +59,7 @@ type (
 	//	0 u32 version | 4 u32 flags | 8 u64 target | 16 u32 timeout_ms |
 	//	20 u32 reserved | 24 u64 completed (out)
 	WaitReq struct {
-		wireHeader
+		Version, Flags      uint32
 		Target              uint64
 		TimeoutMS, Reserved uint32
 		Completed           uint64 // out
@@ -70,8 +74,8 @@ type (
 )
 
 const (
-	submitSize = int(unsafe.Sizeof(SubmitReq{}))  // 48
-	waitSize   = int(unsafe.Sizeof(WaitReq{}))    // 32
+	submitSize = int(unsafe.Sizeof(SubmitReq{})) // 48
+	waitSize   = int(unsafe.Sizeof(WaitReq{}))   // 32
 	// BatchEntrySize is the size of one queue entry.
 	BatchEntrySize = int(unsafe.Sizeof(BatchEntry{})) // 64
 
@@ -121,8 +125,11 @@ func (r WaitReq) Encode() ([]byte, error) {
 	return encodeFields(waitSize, r), nil
 }
 
-// decodeEntry reads one entry from a copy of the queue.
-func decodeEntry(p []byte) BatchEntry {
+func (r *SubmitReq) header() wireHeader { return wireHeader{r.Version, r.Flags} }
+func (r *WaitReq) header() wireHeader   { return wireHeader{r.Version, r.Flags} }
+
+// DecodeEntry reads one entry (as the daemon left it in a queue).
+func DecodeEntry(p []byte) BatchEntry {
 	var e BatchEntry
 	binary.Decode(p[:BatchEntrySize], le, &e) // fixed size: cannot fail
 	return e

@@ -84,11 +84,9 @@ func (s *Server) submit(ctx context.Context, handle uint64, uid uint32, obj *sto
 	if err != nil {
 		return nil, err
 	}
-	s.mu.Lock()
-	st := s.stateLocked(handle, true)
-	s.mu.Unlock()
-	if st == nil {
-		return nil, fmt.Errorf("server closed: %w", syscall.ENODEV)
+	st, err := s.openState(handle)
+	if err != nil {
+		return nil, err
 	}
 	if err := s.inFlight.acquire(st, uid, len(jobs)); err != nil {
 		return nil, err
@@ -102,7 +100,7 @@ func (s *Server) submit(ctx context.Context, handle uint64, uid uint32, obj *sto
 	for i := range jobs {
 		j := &jobs[i]
 		j.st, j.uid, j.done = st, uid, done
-		s.queues[s.residency(j)] <- j
+		s.queues[s.jobResidency(j)] <- j
 	}
 	if done != nil {
 		if err := waitGroup(ctx, done); err != nil {
@@ -143,7 +141,7 @@ func (s *Server) copyEntries(q *buffer, req SubmitReq, obj *store.Object) (jobs 
 	for i := range jobs {
 		j := &jobs[i]
 		j.queue, j.entryOff = q, req.EntriesOff+uint64(i*BatchEntrySize)
-		j.entry = decodeEntry(raw[i*BatchEntrySize:])
+		j.entry = DecodeEntry(raw[i*BatchEntrySize:])
 		j.obj, j.err = s.entryObject(q.mem, j.entry, obj)
 	}
 	return jobs, nil
@@ -172,13 +170,36 @@ func (s *Server) entryObject(queue []byte, e BatchEntry, obj *store.Object) (sto
 	return s.resolve(nil, path)
 }
 
-func (s *Server) residency(j *batchJob) Residency {
-	p, ok := s.files.(ResidencyProber)
-	if !ok || j.err != nil || j.entry.FileOffset >= uint64(j.obj.Size) {
-		return ResidentRAM // answered without reading: first
+// jobResidency orders an entry: ones answered without reading go first.
+func (s *Server) jobResidency(j *batchJob) Residency {
+	if j.err != nil {
+		return ResidentRAM
 	}
-	n := min(j.entry.Length, uint64(j.obj.Size)-j.entry.FileOffset)
-	return p.Residency(j.obj, int64(j.entry.FileOffset), int64(n))
+	return s.residency(j.obj, j.entry.FileOffset, j.entry.Length)
+}
+
+// residency is where [off, off+n) of o is, as far as Files can tell
+// (ResidentStore when it cannot); an empty range is ResidentRAM.
+func (s *Server) residency(o store.Object, off, n uint64) Residency {
+	if off >= uint64(o.Size) {
+		return ResidentRAM
+	}
+	p, ok := s.files.(ResidencyProber)
+	if !ok {
+		return ResidentStore
+	}
+	return p.Residency(o, int64(off), int64(min(n, uint64(o.Size)-off)))
+}
+
+// openState returns handle's state, made on first use; ENODEV once the
+// server is closed.
+func (s *Server) openState(handle uint64) (*handleState, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if st := s.stateLocked(handle, true); st != nil {
+		return st, nil
+	}
+	return nil, fmt.Errorf("server closed: %w", syscall.ENODEV)
 }
 
 // waitGroup waits for wg, or for ctx (the caller was interrupted; the jobs
@@ -257,11 +278,9 @@ func (s *Server) wait(ctx context.Context, handle uint64, in, out []byte) ([]byt
 	if err != nil {
 		return nil, err
 	}
-	s.mu.Lock()
-	st := s.stateLocked(handle, true)
-	s.mu.Unlock()
-	if st == nil {
-		return nil, fmt.Errorf("server closed: %w", syscall.ENODEV)
+	st, err := s.openState(handle)
+	if err != nil {
+		return nil, err
 	}
 	timeout := time.Duration(min(req.TimeoutMS, maxWaitMS)) * time.Millisecond
 	timer := time.NewTimer(timeout)

@@ -53,7 +53,7 @@ func (q *queue) put(entries []BatchEntry, paths []string) {
 
 // completion returns entry i's state word and result.
 func (q *queue) completion(i int) (uint32, int64) {
-	e := decodeEntry(shmBytes(q.f.t, q.name, int64(i*BatchEntrySize), int64(BatchEntrySize)))
+	e := DecodeEntry(shmBytes(q.f.t, q.name, int64(i*BatchEntrySize), int64(BatchEntrySize)))
 	return e.State, e.Result
 }
 
@@ -118,7 +118,7 @@ func TestBatchServesEveryEntry(t *testing.T) {
 	add("", BatchEntry{Length: 10, BufID: buf}, want{result: -int64(syscall.EINVAL)}) // no path on the ctl file
 	q.put(entries, paths)
 
-	r, errno := f.submit(1, nil, SubmitReq{wireHeader: wireHeader{Flags: SubmitWait}, QueueBufID: q.id, Count: uint32(len(entries))})
+	r, errno := f.submit(1, nil, SubmitReq{Flags: SubmitWait, QueueBufID: q.id, Count: uint32(len(entries))})
 	if errno != 0 {
 		t.Fatalf("submit: %v", errno)
 	}
@@ -135,7 +135,7 @@ func TestBatchServesEveryEntry(t *testing.T) {
 			t.Errorf("entry %d: buffer bytes differ from the file", i)
 		}
 	}
-	if got := decodeEntry(shmBytes(t, q.name, 0, int64(BatchEntrySize))).UserData; got != 1000 {
+	if got := DecodeEntry(shmBytes(t, q.name, 0, int64(BatchEntrySize))).UserData; got != 1000 {
 		t.Errorf("user_data %d, want 1000 untouched", got)
 	}
 	if !bytes.Equal(shmBytes(t, otherName, 0, 10), make([]byte, 10)) {
@@ -251,7 +251,7 @@ func TestBatchBounds(t *testing.T) {
 	if errno := submit(2, 2); errno != 0 {
 		t.Fatalf("within the uid's bound: %v", errno)
 	}
-	if got := f.srv.inFlight.refused(); got != 2 {
+	if got := f.srv.Stats().BatchRefused; got != 2 {
 		t.Fatalf("refused %d, want 2", got)
 	}
 }
@@ -274,9 +274,7 @@ func TestBatchHandleClosedWithEntriesInFlight(t *testing.T) {
 	}
 	deadline := time.Now().Add(5 * time.Second)
 	for {
-		f.srv.inFlight.mu.Lock()
-		n := f.srv.inFlight.mount
-		f.srv.inFlight.mu.Unlock()
+		n := f.srv.Stats().BatchInFlight
 		if n == 0 {
 			break
 		}
@@ -303,7 +301,7 @@ func TestSubmitRejects(t *testing.T) {
 		want syscall.Errno
 	}{
 		"empty":             {req: SubmitReq{QueueBufID: q.id}, want: syscall.EINVAL},
-		"unknown flag":      {req: SubmitReq{QueueBufID: q.id, Count: 1, wireHeader: wireHeader{Flags: 2}}, want: syscall.EINVAL},
+		"unknown flag":      {req: SubmitReq{QueueBufID: q.id, Count: 1, Flags: 2}, want: syscall.EINVAL},
 		"unknown queue":     {req: SubmitReq{QueueBufID: 999, Count: 1}, want: syscall.EBADF},
 		"past the queue":    {req: SubmitReq{QueueBufID: q.id, Count: 2, EntriesOff: uint64(queueSize - BatchEntrySize)}, want: syscall.ERANGE},
 		"unaligned entries": {req: SubmitReq{QueueBufID: q.id, Count: 1, EntriesOff: 4}, want: syscall.ERANGE},

@@ -71,6 +71,9 @@ func (s *Server) lease(ctx context.Context, handle uint64, uid uint32, obj *stor
 		return nil, s.tooManyLeases()
 	}
 	off := int64(req.FileOffset)
+	if req.Flags&LeaseUnlessInRAM != 0 && s.residency(o, req.FileOffset, min(req.Length, uint64(s.cfg.MaxLeaseBytes))) == ResidentRAM {
+		return nil, fmt.Errorf("%s at %d is in the RAM tier: %w", o.Key, off, syscall.ENODATA)
+	}
 	// Clipped in uint64: a length of 2^63 or more is a length to the end
 	// of the shard, never a negative one.
 	n := int64(min(req.Length, uint64(o.Size-off), uint64(s.cfg.MaxLeaseBytes)))

@@ -274,3 +274,35 @@ func TestLeaseLengthPastInt64IsClipped(t *testing.T) {
 		}
 	}
 }
+
+// residentFiles says every range is where it says.
+type residentFiles struct {
+	Files
+	where Residency
+}
+
+func (r residentFiles) Residency(store.Object, int64, int64) Residency { return r.where }
+
+func TestLeaseUnlessInRAM(t *testing.T) {
+	for _, c := range []struct {
+		where Residency
+		flags uint32
+		want  syscall.Errno
+	}{
+		{ResidentRAM, LeaseUnlessInRAM, syscall.ENODATA}, // READ copies it from memory
+		{ResidentRAM, 0, 0}, // without the flag, leased as before
+		{ResidentRing, LeaseUnlessInRAM, 0},
+	} {
+		f, ring := newRingFixture(t, Config{})
+		f.srv.Close()
+		f.srv = NewServer(Config{BlockSize: ringBlock}, residentFiles{f.files, c.where}, ring, nil, nil)
+		t.Cleanup(f.srv.Close)
+		r, errno := f.lease(1, nil, LeaseReq{Flags: c.flags, Path: shard1, Length: 4096})
+		if errno != c.want {
+			t.Errorf("%+v: %v, want %v", c, errno, c.want)
+		}
+		if errno == 0 && !bytes.Equal(ringBytes(t, r), f.data[shard1][:4096]) {
+			t.Errorf("%+v: ring bytes differ from the file", c)
+		}
+	}
+}

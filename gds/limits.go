@@ -26,6 +26,8 @@ type LimitStats struct {
 	LeasedBytes       int64  // bytes they pin
 	RefusedUIDLimit   uint64 // requests refused by a per-uid limit
 	RefusedMountLimit uint64 // requests refused by a per-mount limit
+	BatchInFlight     int    // batch entries accepted, not yet completed
+	BatchRefused      uint64 // SUBMITs refused by a bound on entries in flight
 }
 
 type limitCounters struct {
@@ -34,9 +36,11 @@ type limitCounters struct {
 
 // Stats returns the GPU interface's holdings and refusals.
 func (s *Server) Stats() LimitStats {
+	inFlight, refused := s.inFlight.stats()
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	return LimitStats{
+		BatchInFlight: inFlight, BatchRefused: refused,
 		Buffers: s.total.bufs, Leases: s.total.leases, LeasedBytes: s.total.leased,
 		RefusedUIDLimit: s.refused.uid.Load(), RefusedMountLimit: s.refused.mount.Load(),
 	}

@@ -180,7 +180,7 @@ func NewServer(cfg Config, files Files, leaser Leaser, gpus GPUSource, log *slog
 		handles: map[uint64]*handleState{},
 		perUID:  map[uint32]*usage{},
 
-		quit:    make(chan struct{}),
+		quit: make(chan struct{}),
 		inFlight: inFlight{
 			perHandle: cfg.MaxBatch, perUID: cfg.MaxInFlightPerUID, perMount: cfg.MaxInFlight,
 			byUID: map[uint32]int{},

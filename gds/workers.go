@@ -126,9 +126,10 @@ func (f *inFlight) release(st *handleState, uid uint32, n int) {
 	}
 }
 
-// refused is how many SUBMITs a bound turned away.
-func (f *inFlight) refused() uint64 {
+// stats returns the entries in flight on the mount and the SUBMITs a
+// bound turned away.
+func (f *inFlight) stats() (int, uint64) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	return f.refuse
+	return f.mount, f.refuse
 }

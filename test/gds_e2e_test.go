@@ -12,19 +12,29 @@ import (
 // (gds/python/test_client.py) against a real mount with a cache ring:
 // READ into registered /dev/shm buffers, every error case, and LEASE
 // extents read straight from the ring file, compared with the source.
-func TestGDSClientThroughMount(t *testing.T) {
-	src := t.TempDir()
-	for name, size := range map[string]int{"a.tar": 3<<20 + 123, "sub/b.tar": 9 << 20, "small.bin": 4096} {
+// writeRandomFiles writes files of random bytes of the given sizes under
+// dir and returns their contents.
+func writeRandomFiles(t *testing.T, dir string, sizes map[string]int) map[string][]byte {
+	t.Helper()
+	files := map[string][]byte{}
+	for name, size := range sizes {
 		data := make([]byte, size)
 		rand.Read(data)
-		path := filepath.Join(src, name)
+		path := filepath.Join(dir, name)
 		if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
 			t.Fatal(err)
 		}
 		if err := os.WriteFile(path, data, 0o644); err != nil {
 			t.Fatal(err)
 		}
+		files[name] = data
 	}
+	return files
+}
+
+func TestGDSClientThroughMount(t *testing.T) {
+	src := t.TempDir()
+	writeRandomFiles(t, src, map[string]int{"a.tar": 3<<20 + 123, "sub/b.tar": 9 << 20, "small.bin": 4096})
 	m := mountShardfs(t, src, "--cache-dir", t.TempDir(), "--cache-size", "64MiB")
 	cmd := pythonCmd(filepath.Join(e2e.root, "gds/python/test_client.py"), "--mount", m.dir, "--source", src)
 	cmd.Env = append(cmd.Env, "PYTHONDONTWRITEBYTECODE=1")

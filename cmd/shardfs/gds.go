@@ -13,12 +13,35 @@ import (
 
 // rootFiles lets the GPU interface read through a root that is built
 // after it (the root needs the server, the server reads through the root).
-type rootFiles struct{ root *shardfs.Root }
+type rootFiles struct {
+	root  *shardfs.Root
+	cache *cache.Cache // may be nil
+}
 
 func (f *rootFiles) Object(path string) (store.Object, bool) { return f.root.Object(path) }
 
 func (f *rootFiles) ReadAt(ctx context.Context, obj store.Object, p []byte, off int64) (int, error) {
 	return f.root.ReadAt(ctx, obj, p, off)
+}
+
+// Residency says where [off, off+n) of obj is now, from the cache's
+// lookups (no read): the batch path serves RAM entries first.
+func (f *rootFiles) Residency(obj store.Object, off, n int64) gds.Residency {
+	if f.cache == nil || n <= 0 {
+		return gds.ResidentStore
+	}
+	bs := f.cache.BlockSize()
+	where := gds.ResidentRAM
+	for i := off / bs; i <= (off+n-1)/bs; i++ {
+		switch t := f.cache.Lookup(obj, i); {
+		case t.Has(cache.InRAM):
+		case t.Has(cache.InRing):
+			where = gds.ResidentRing
+		default:
+			return gds.ResidentStore
+		}
+	}
+	return where
 }
 
 // newGDSServer builds the GPU interface. Leases need the ring; with
@@ -43,5 +66,7 @@ func registerGDSMetrics(m *metrics.Metrics, s *gds.Server) {
 	m.GaugeFunc("shardfs_gds_leases", "Leases GPU clients hold.", stat(func(s gds.LimitStats) float64 { return float64(s.Leases) }))
 	m.GaugeFunc("shardfs_gds_leased_bytes", "Ring bytes the held leases pin.", stat(func(s gds.LimitStats) float64 { return float64(s.LeasedBytes) }))
 	m.CounterFunc("shardfs_gds_refused_uid_limit_total", "REGISTER and LEASE requests refused by a per-user limit.", stat(func(s gds.LimitStats) float64 { return float64(s.RefusedUIDLimit) }))
+	m.GaugeFunc("shardfs_gds_batch_in_flight", "Batch READ entries accepted and not yet completed.", stat(func(s gds.LimitStats) float64 { return float64(s.BatchInFlight) }))
+	m.CounterFunc("shardfs_gds_batch_refused_total", "SUBMITs refused by a bound on batch entries in flight (handle, uid or mount).", stat(func(s gds.LimitStats) float64 { return float64(s.BatchRefused) }))
 	m.CounterFunc("shardfs_gds_refused_mount_limit_total", "REGISTER and LEASE requests refused by the mount's limit.", stat(func(s gds.LimitStats) float64 { return float64(s.RefusedMountLimit) }))
 }

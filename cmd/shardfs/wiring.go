@@ -81,7 +81,7 @@ func newMountWiring(ctx context.Context, cfg mountConfig, source, mountpoint str
 		log.Info("serving metrics", "addr", "http://"+srv.Addr+"/metrics")
 		m.closers = append(m.closers, func() { _ = srv.Close() })
 	}
-	files := &rootFiles{}
+	files := &rootFiles{cache: m.cache}
 	gdsServer := newGDSServer(m.cache, files, log)
 	m.closers = append(m.closers, gdsServer.Close)
 	registerGDSMetrics(m.metrics, gdsServer)

@@ -76,16 +76,71 @@ def ring_reader(client, rel, chunk):
     fds = {}
 
     def read(offset):
-        with client.lease(rel, offset, chunk) as lease:
-            for e in lease.extents:
-                fd = fds.get(e.path)
-                if fd is None:
-                    fd = fds[e.path] = os.open(e.path, os.O_RDONLY | os.O_DIRECT)
-                at = e.file_offset - offset
-                n = -(-e.length // align) * align  # whole sectors; the tail is padding
-                os.preadv(fd, [view[at:at + n]], e.cache_offset)
+        # One LEASE covers at most max_lease_bytes: lease again until the
+        # whole chunk is read, or the row would count bytes it never read.
+        done = 0
+        while done < chunk:
+            with client.lease(rel, offset + done, chunk - done) as lease:
+                if lease.covered == 0:
+                    raise SystemExit("LEASE at %d covered nothing" % (offset + done))
+                for e in lease.extents:
+                    fd = fds.get(e.path)
+                    if fd is None:
+                        fd = fds[e.path] = os.open(e.path, os.O_RDONLY | os.O_DIRECT)
+                    at = e.file_offset - offset
+                    n = -(-e.length // align) * align  # whole sectors; the tail is padding
+                    os.preadv(fd, [view[at:at + n]], e.cache_offset)
+                done += lease.covered
 
     return read
+
+
+def daemon_cpu_seconds(mount):
+    """utime+stime of the mount's daemon, from /proc (pid from its stats)."""
+    import json
+
+    with open(os.path.join(mount, ".shardfs", "stats")) as f:
+        pid = next(int(m["value"]) for m in json.load(f) if m["name"] == "shardfs_daemon_pid")
+    with open("/proc/%d/stat" % pid) as f:
+        fields = f.read().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+def batch_rows(client, mount, rel, size, seconds, inflight=64, req=1 << 20):
+    """1 MiB READs from the RAM tier: one synchronous READ at a time against
+    64 in flight through one SUBMIT each round; bytes per second and the
+    daemon's CPU-seconds per GB."""
+    buf = client.register_buffer(inflight * req)
+    q = client.queue()
+    offsets = list(range(0, size - req + 1, req))
+    for o in offsets[:max(1, (1 << 30) // req)]:  # settle: the RAM tier holds them
+        client.read(rel, o, req, buf)
+
+    def sync_round(i):
+        for k in range(inflight):
+            client.read(rel, offsets[(i * inflight + k) % len(offsets)], req, buf, k * req)
+
+    def batch_round(i):
+        reqs = [(rel, offsets[(i * inflight + k) % len(offsets)], req, buf, k * req, k) for k in range(inflight)]
+        q.submit(reqs, wait=True)
+        for _, _, res in q.reap():
+            if res != req:
+                raise SystemExit("batched READ: %d of %d bytes" % (res, req))
+
+    out = {}
+    for name, fn in (("synchronous READ, 1 MiB at a time", sync_round),
+                     ("batched READs, %d x 1 MiB in flight" % inflight, batch_round)):
+        c0 = daemon_cpu_seconds(mount)
+        t0 = time.perf_counter()
+        bps = rate(fn, inflight * req, seconds)
+        gb = bps * (time.perf_counter() - t0) / 1e9
+        out[name] = (bps, (daemon_cpu_seconds(mount) - c0) / gb)
+    base = None
+    for name, (bps, cpu) in out.items():
+        report(name, bps, base)
+        print("  %-44s %8.3f CPU-s/GB (daemon)" % ("", cpu))
+        base = base or ("synchronous", bps)
+    buf.unregister()
 
 
 def host_section(client, mount, rel, size, chunk, seconds):
@@ -135,6 +190,8 @@ def host_section(client, mount, rel, size, chunk, seconds):
     report("read(2) through FUSE (page cache dropped)", rate(pread_fuse, chunk, seconds), ("memcpy", m))
     os.close(fd)
     buf.unregister()
+    if client.batch_available():
+        batch_rows(client, mount, rel, size, seconds)
 
 
 def gpu_section(client, mount, rel, size, chunk, seconds):
@@ -164,10 +221,17 @@ def gpu_section(client, mount, rel, size, chunk, seconds):
     def staged(i):
         client._read_staged(dev, rel, offsets[i % len(offsets)], chunk)
 
+    def pipelined(i):
+        client.read_into(dev, rel, offsets[i % len(offsets)], chunk)
+
     verify("staged read_into", staged)
     p = rate(plain, chunk, seconds, sync)
     report("torch pinned H2D copy", p)
-    report("staged read_into CUDA tensor", rate(staged, chunk, seconds, sync), ("pinned copy", p))
+    report("staged read_into CUDA tensor, one READ at a time", rate(staged, chunk, seconds, sync), ("pinned copy", p))
+    if client.batch_available():
+        verify("pipelined read_into", pipelined)
+        report("pipelined read_into CUDA tensor (%d MiB chunks)" % (client.chunk_size >> 20),
+               rate(pipelined, chunk, seconds, sync), ("pinned copy", p))
     staging = torch.from_numpy(client.staging.array[:chunk])  # cudaHostRegister'd by the reads above
 
     def staging_copy(i):
@@ -198,10 +262,12 @@ def main():
     ap.add_argument("--file", help="shard to read, relative to the mount (default: the largest)")
     ap.add_argument("--chunk", type=size_arg, default=8 << 20)
     ap.add_argument("--seconds", type=float, default=3.0)
+    ap.add_argument("--pipeline-chunk", type=size_arg, default=4 << 20, help="chunk of a pipelined read_into")
+    ap.add_argument("--staging", type=size_arg, default=0, help="staging buffer (default: 2 x --chunk)")
     a = ap.parse_args()
 
     rel, size = (a.file, os.path.getsize(os.path.join(a.mount, a.file))) if a.file else pick_file(a.mount)
-    with gds.Client(a.mount, buffer_size=2 * a.chunk) as client:
+    with gds.Client(a.mount, buffer_size=a.staging or 2 * a.chunk, chunk_size=a.pipeline_chunk) as client:
         caps = client.capabilities()
         print("shardfs ABI %d, leases %s, GPUs seen by the daemon: %d" % (caps["abi_version"], caps["leases"], len(caps["gpus"])))
         host_section(client, a.mount, rel, size, a.chunk, a.seconds)

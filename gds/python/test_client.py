@@ -17,6 +17,7 @@ import traceback
 import numpy as np
 
 import shardfs.gpu as gds
+from shardfs import pipeline
 
 RESULTS = {"passed": 0, "failed": 0, "skipped": 0}
 
@@ -80,7 +81,7 @@ class Suite:
         caps = self.client.capabilities()
         assert caps["abi_version"] == gds.ABI_VERSION, caps
         want = {"register": gds.REGISTER, "unregister": gds.UNREGISTER, "read": gds.READ,
-                "lease": gds.LEASE, "lease_drop": gds.LEASE_DROP}
+                "lease": gds.LEASE, "lease_drop": gds.LEASE_DROP, "submit": gds.SUBMIT, "wait": gds.WAIT}
         assert caps["commands"] == want, (caps["commands"], want)
         assert isinstance(caps["gpus"], list) and caps["block_size"] > 0, caps
 
@@ -197,7 +198,7 @@ class Suite:
 
     @check("malformed requests: ABI version (EPROTO), unknown command (ENOTTY)")
     def malformed(self):
-        req = gds._READ.pack(2, 0, 0, 1, self.client.staging.id, 0, 0, self.big.encode())
+        req = gds._READ.pack(gds.ABI_VERSION + 1, 0, 0, 1, self.client.staging.id, 0, 0, self.big.encode())
         expect_errno(errno.EPROTO, gds.Client._ioctl, self.client.ctl_fd, gds.READ, req)
         expect_errno(errno.ENOTTY, gds.Client._ioctl, self.client.ctl_fd, gds._ioc(3, 60, 16), bytes(16))
 
@@ -255,10 +256,159 @@ class Suite:
         else:
             raise AssertionError("a missing libcufile loaded")
 
+    def ranges(self, rng, n, size, max_len):
+        """n (offset, length) pairs inside a file of size bytes."""
+        out = []
+        for _ in range(n):
+            off = int(rng.integers(0, size))
+            out.append((off, int(rng.integers(1, max(2, min(max_len, size - off) + 1)))))
+        return out
+
+    @check("batch: one SUBMIT of many entries, completed in the queue, every byte equals the file")
+    def batch_bytes(self):
+        q = self.client.queue()
+        rng = np.random.default_rng(7)
+        buf = self.client.register_buffer(16 << 20)
+        reqs, wants, at = [], [], 0
+        for rel in self.files:
+            data = self.data(rel)
+            for off, n in self.ranges(rng, 40, len(data), 300_000) + [(0, len(data)), (len(data) - 1, 10)]:
+                n = min(n, buf.size - at, len(data) - off)
+                if n <= 0:
+                    continue
+                reqs.append((rel, off, n, buf, at, len(reqs)))
+                wants.append((at, data[off:off + n]))
+                at += n
+        for start in range(0, len(reqs), 100):
+            q.submit(reqs[start:start + 100], wait=True)
+        got = {u: r for _, u, r in q.reap()}
+        assert len(got) == len(reqs), (len(got), len(reqs))
+        for i, (at, want) in enumerate(wants):
+            assert got[i] == len(want), (i, got[i], len(want))
+            assert bytes(buf.array[at:at + len(want)]) == want, i
+        buf.unregister()
+
+    @check("batch: SUBMIT returns at once, WAIT and the state words report every completion")
+    def batch_async(self):
+        q = self.client.queue()
+        data = self.data(self.big)
+        buf = self.client.register_buffer(8 << 20)
+        chunk = 256 << 10
+        reqs = [(self.big, (i * chunk) % (len(data) - chunk), chunk, buf, i * chunk, i) for i in range(32)]
+        q.submit(reqs)
+        seen = {}
+        deadline = 200
+        while len(seen) < len(reqs) and deadline:
+            for _, u, r in q.reap():
+                seen[u] = r
+            if len(seen) < len(reqs):
+                q.wait(100)
+                deadline -= 1
+        assert len(seen) == len(reqs), "%d of %d completions" % (len(seen), len(reqs))
+        for _, off, n, _, at, u in reqs:
+            assert seen[u] == n and bytes(buf.array[at:at + n]) == data[off:off + n], u
+        buf.unregister()
+
+    @check("batch: entry errors (another handle's buffer, unknown path, past the end) and SUBMIT bounds")
+    def batch_errors(self):
+        q = self.client.queue()
+        size = len(self.data(self.big))
+        with gds.Client(self.mount, buffer_size=1 << 20) as other:
+            buf = self.client.register_buffer(1 << 20)
+            slots = q.submit([(self.big, 0, 10, other.staging, 0, 1), ("no/such.tar", 0, 10, buf, 0, 2),
+                              (self.big, size + 1, 10, buf, 0, 3), (self.big, 0, 10, buf, (1 << 20) - 5, 4)], wait=True)
+            assert len(slots) == 4
+            got = {u: r for _, u, r in q.reap()}
+            want = {1: -errno.EBADF, 2: -errno.ENOENT, 3: -errno.ERANGE, 4: -errno.ERANGE}
+            assert got == want, (got, want)
+            assert not other.staging.array[:10].any(), "another handle's buffer was written"
+            buf.unregister()
+        max_batch = self.client.capabilities()["batch"]["max_batch"]
+        big = pipeline.Queue(self.client, entries=max_batch + 1)
+        expect_errno(errno.E2BIG, big.submit, [(self.big, 0, 1, self.client.staging, 0, i) for i in range(max_batch + 1)])
+        big.close()
+        expect_errno(errno.EAGAIN, q.submit, [(self.big, 0, 1, self.client.staging, 0, i) for i in range(q.n + 1)])
+
+    @check("batch: a client that exits with entries in flight leaves nothing behind")
+    def batch_client_dies(self):
+        import json
+        import subprocess
+
+        code = ("import os, shardfs\n"
+                "c = shardfs.Client(%r, buffer_size=64 << 20)\n"
+                "q = c.queue()\n"
+                "q.submit([(%r, 0, 1 << 20, c.staging, i << 20, i) for i in range(64)])\n"
+                "os._exit(0)\n" % (self.mount, self.big))
+        subprocess.run([sys.executable, "-c", code], check=True, timeout=60)
+
+        def in_flight():
+            with open(os.path.join(self.mount, ".shardfs", "stats")) as f:
+                return next((m["value"] for m in json.load(f) if m["name"] == "shardfs_gds_batch_in_flight"), None)
+
+        for _ in range(500):
+            if in_flight() == 0:
+                break
+            import time
+
+            time.sleep(0.01)
+        assert in_flight() == 0, "batch entries still in flight: %s" % in_flight()
+        self.still_serves()
+
+    @check("pipelined read_into: chunks copied as they land, a slot reused only after its copy, bytes right")
+    def pipeline(self):
+        class FakeEngine(pipeline.HostCopyEngine):
+            """Records the pipeline's calls; checks a slot is never refilled
+            while its copy may still run."""
+
+            def __init__(self):
+                super().__init__()
+                self.busy = set()
+                self.reuses = 0
+
+            def copy(self, out, at, src, slot):
+                assert slot not in self.busy, "slot %d refilled before its copy finished" % slot
+                self.busy.add(slot)
+                super().copy(out, at, src, slot)
+
+            def reuse(self, slot):
+                self.reuses += slot in self.busy
+                self.busy.discard(slot)
+
+            def finish(self):
+                self.busy.clear()
+
+        with gds.Client(self.mount, buffer_size=256 << 10, chunk_size=64 << 10) as c:
+            for rel in self.files:
+                data = self.data(rel)
+                for off, n in [(0, len(data)), (4096, len(data) - 4096), (1, len(data) - 1), (len(data) // 2, 100)]:
+                    out = np.zeros(n, np.uint8)
+                    eng = FakeEngine()
+                    got = c._read_pipelined(out, rel, off, n, engine=eng)
+                    assert got == n and out.tobytes() == data[off:off + n], (rel, off, n)
+                    assert sum(k[1] for k in eng.copies) == n, (rel, off, n)
+                    if n > 4 * (64 << 10):
+                        assert eng.reuses > 0, "4 staging slots, %d chunks, no slot reused" % len(eng.copies)
+            # Past the end: clipped to the file.
+            out = np.zeros(100, np.uint8)
+            data = self.data(self.big)
+            assert c.read_into(out, self.big, len(data) - 10, 100) == 10 and out[:10].tobytes() == data[-10:]
+            if c.capabilities()["leases"]:
+                # Ring blocks read by this process from the ring file itself
+                # (the daemon copies nothing), through the same slots. The
+                # blocks are in the RAM tier by now, where read_into would
+                # let the daemon copy them: leased all the same here.
+                for off, n in [(1 << 20, 1 << 20), (0, len(data)), (4096, 300_000)]:
+                    out = np.zeros(n, np.uint8)
+                    eng = FakeEngine()
+                    got = pipeline.read_leased(c, c.staging, out, self.big, off, n, 64 << 10, eng, unless_in_ram=False)
+                    assert got == n and out.tobytes() == data[off:off + n], (off, n)
+                assert c._ring_fds, "leased reads did not read the ring file"
+
     def run(self):
         for t in (self.capabilities, self.read_bytes, self.read_fd, self.read_into, self.read_range_errors,
                   self.buffer_errors, self.register_errors, self.other_uid, self.malformed, self.lease,
-                  self.direct_choice, self.still_serves):
+                  self.direct_choice, self.batch_bytes, self.batch_async, self.batch_errors, self.batch_client_dies,
+                  self.pipeline, self.still_serves):
             t()
         self.client.close()
 

@@ -28,10 +28,11 @@ import mmap
 import os
 import secrets
 import struct
+import threading
 
 import numpy as np
 
-ABI_VERSION = 1
+ABI_VERSION = 2  # 2 added the batch commands (SUBMIT, WAIT); READ and the rest still take 1
 IOCTL_TYPE = 0xBD
 SHM_NAME_SIZE = 256
 PATH_SIZE = 1024
@@ -53,12 +54,24 @@ _LEASE_HEAD = struct.Struct(_HDR + "QQQQII%ds" % PATH_SIZE)  # off, len, lease_i
 _EXTENT = struct.Struct("<IIQQQ")  # path_index, reserved, cache_offset, length, file_offset
 _LEASE_SIZE = _LEASE_HEAD.size + MAX_LEASE_EXTENTS * _EXTENT.size + MAX_LEASE_PATHS * PATH_SIZE
 _LEASE_DROP = struct.Struct(_HDR + "Q")  # lease_id
+_SUBMIT = struct.Struct(_HDR + "QQIIQQ")  # queue_buf_id, entries_off, count, reserved, accepted, completed
+_WAIT = struct.Struct(_HDR + "QIIQ")  # target, timeout_ms, reserved, completed
+SUBMIT_WAIT = 1  # SUBMIT flag: return once every entry has completed
+LEASE_UNLESS_IN_RAM = 1  # LEASE flag: ENODATA when the whole range is in the RAM tier
+ENTRY_DONE = 1  # an entry's state word once the daemon wrote its result
+# One queue entry: user_data, file_offset, length, buf_id, buf_offset,
+# path_off, path_len, result (out), state (out), reserved.
+ENTRY_DTYPE = np.dtype([("user_data", "<u8"), ("file_offset", "<u8"), ("length", "<u8"), ("buf_id", "<u8"),
+                        ("buf_offset", "<u8"), ("path_off", "<u4"), ("path_len", "<u4"), ("result", "<i8"),
+                        ("state", "<u4"), ("reserved", "<u4")])
 
 REGISTER = _ioc(_IOC_READ | _IOC_WRITE, 1, _REGISTER.size)
 UNREGISTER = _ioc(_IOC_WRITE, 2, _UNREGISTER.size)
 READ = _ioc(_IOC_READ | _IOC_WRITE, 3, _READ.size)
 LEASE = _ioc(_IOC_READ | _IOC_WRITE, 4, _LEASE_SIZE)
 LEASE_DROP = _ioc(_IOC_WRITE, 5, _LEASE_DROP.size)
+SUBMIT = _ioc(_IOC_READ | _IOC_WRITE, 6, _SUBMIT.size)
+WAIT = _ioc(_IOC_READ | _IOC_WRITE, 7, _WAIT.size)
 
 
 def _cstr(s, size):
@@ -124,9 +137,20 @@ class Client:
     True whenever cuFile loads, False never.
     """
 
-    def __init__(self, mount, buffer_size=64 << 20, shm_dir="/dev/shm", direct=None):
+    def __init__(self, mount, buffer_size=64 << 20, shm_dir="/dev/shm", direct=None, chunk_size=4 << 20,
+                 batch=None):
         self.mount = os.path.abspath(mount)
         self.direct = direct
+        self.chunk_size = chunk_size
+        self._batch = batch  # None: use the batch commands where the daemon has them
+        self._queue = None
+        self._engines = {}  # "cuda" / "host": the pipeline's copy engine
+        # One read at a time per client: the staging buffer and the queue
+        # are shared by every call (threads wanting parallel reads open a
+        # Client each).
+        self._lock = threading.RLock()
+        self._ring_direct = None  # False once the ring file refused O_DIRECT opens
+        self._ring_fds = {}
         self._backend = None
         self._turn = 0  # the staging half the next copy to a GPU uses
         self.shm_dir = shm_dir
@@ -156,6 +180,10 @@ class Client:
         return p
 
     def close(self):
+        self._queue = None  # unregistered with the fd below
+        for fd in self._ring_fds.values():
+            os.close(fd)
+        self._ring_fds.clear()
         for f in self._cufiles.values():
             f.close()
         self._cufiles.clear()
@@ -181,9 +209,25 @@ class Client:
         if self._caps is None:
             with open(os.path.join(self.mount, ".shardfs", "ctl"), "rb") as f:
                 self._caps = json.loads(f.read())
-            if self._caps.get("abi_version") != ABI_VERSION:
-                raise OSError(errno.EPROTO, "shardfs ABI %s, client speaks %d" % (self._caps.get("abi_version"), ABI_VERSION))
+            if self._caps.get("min_abi_version", 1) > ABI_VERSION:
+                raise OSError(errno.EPROTO, "shardfs ABI %s..%s, client speaks %d" % (
+                    self._caps.get("min_abi_version"), self._caps.get("abi_version"), ABI_VERSION))
         return self._caps
+
+    def batch_available(self):
+        """Whether reads go through the batch commands (SUBMIT/WAIT)."""
+        if self._batch is None:
+            self._batch = self.capabilities().get("abi_version", 1) >= 2
+        return self._batch
+
+    def queue(self):
+        """The client's batch queue on the ctl file (made on first use)."""
+        if self._queue is None:
+            from .pipeline import Queue
+
+            entries = self.capabilities().get("batch", {}).get("max_batch", 256)
+            self._queue = Queue(self, entries=min(entries, 256))
+        return self._queue
 
     def register_shm(self, name, size, fd=None):
         """REGISTER an existing /dev/shm file by name on fd (default: the
@@ -235,18 +279,63 @@ class Client:
 
         A CUDA tensor goes the direct path (LEASE + cuFile) when the
         client's direct setting allows it (see Client), else the staged
-        path: READ into the registered buffer, pinned once with
-        cudaHostRegister, then a non-blocking copy.
+        path. Staged reads are pipelined where the daemon has the batch
+        commands: the range is split into chunk_size chunks, one per slot of
+        the staging buffer (registered once with cudaHostRegister) in
+        flight, and each chunk's copy out of the staging buffer starts as
+        soon as it lands (non-blocking on a CUDA stream for a CUDA tensor).
+        On a shard's fd, or against an older daemon, one READ at a time.
         """
-        if _is_torch(dst) and dst.is_cuda and self._direct_backend():
+        with self._lock:
+            if _is_torch(dst) and dst.is_cuda and self._direct_backend():
+                try:
+                    return self._read_direct(dst, path, offset, length)
+                except DirectPathError:
+                    self._backend = False  # cuFile cannot read the ring here: stop trying
+                except OSError as e:
+                    if e.errno not in (errno.ENODATA, errno.EOPNOTSUPP):
+                        raise
+            if not isinstance(path, int) and self.staging is not None and self.batch_available():
+                return self._read_pipelined(dst, path, offset, length)
+            return self._read_staged(dst, path, offset, length)
+
+    def _ring_fd(self, path):
+        fd = self._ring_fds.get(path)
+        if fd is None:
+            fd = self._ring_fds[path] = os.open(path, os.O_RDONLY | os.O_DIRECT | os.O_CLOEXEC)
+        return fd
+
+    def _read_pipelined(self, dst, path, offset, length, engine=None):
+        from . import pipeline
+
+        out = _bytes_view(dst)
+        if out.shape[0] < length:
+            raise ValueError("dst holds %d bytes, %d asked" % (out.shape[0], length))
+        rel = self._rel(path)
+        length = max(0, min(length, os.stat(os.path.join(self.mount, rel)).st_size - offset))
+        if length == 0:
+            return 0
+        chunk = min(self.chunk_size, self.staging.size)
+        if engine is None:
+            kind = "cuda" if _is_torch(dst) and dst.is_cuda else "host"
+            engine = self._engines.get(kind)
+            if engine is None:
+                if kind == "cuda":
+                    self._pin_staging()
+                    engine = pipeline.CudaCopyEngine(self.staging.size // chunk)
+                else:
+                    engine = pipeline.HostCopyEngine()
+                self._engines[kind] = engine
+        if _is_torch(out) and not out.is_cuda:
+            out = out.numpy()
+        if self._ring_direct is not False and self.capabilities().get("leases"):
+            # Ring-resident bytes: read by this process from the disk, as
+            # fast as the disk goes; RAM-tier bytes: copied by the daemon.
             try:
-                return self._read_direct(dst, path, offset, length)
-            except DirectPathError:
-                self._backend = False  # cuFile cannot read the ring here: stop trying
-            except OSError as e:
-                if e.errno not in (errno.ENODATA, errno.EOPNOTSUPP):
-                    raise
-        return self._read_staged(dst, path, offset, length)
+                return pipeline.read_leased(self, self.staging, out, rel, offset, length, chunk, engine)
+            except pipeline.NotLeased:
+                pass
+        return pipeline.read_chunks(self.queue(), self.staging, out, rel, offset, length, chunk, engine)
 
     def _read_staged(self, dst, path, offset, length):
         if self.staging is None:
@@ -280,7 +369,8 @@ class Client:
         self._turn = turn
         return done
 
-    def _copy_to_cuda(self, out, at, src, turn):
+    def _pin_staging(self):
+        """cudaHostRegister the staging buffer once: copies out of it are DMA."""
         import torch
 
         if not self.staging.host_registered:
@@ -289,6 +379,12 @@ class Client:
             if int(rc) != 0:
                 raise OSError(errno.EIO, "cudaHostRegister failed: %s" % rc)
             self.staging.host_registered = True
+
+    def _copy_to_cuda(self, out, at, src, turn):
+        import torch
+
+        self._pin_staging()
+        if self._cuda_events is None:
             self._cuda_events = [torch.cuda.Event(), torch.cuda.Event()]
         out[at:at + src.shape[0]].copy_(torch.from_numpy(src), non_blocking=True)
         self._cuda_events[turn].record()
@@ -299,11 +395,12 @@ class Client:
 
     # --- direct path ----------------------------------------------------------
 
-    def lease(self, path, offset, length):
-        """LEASE: pin the cache extents holding [offset, offset+covered)."""
+    def lease(self, path, offset, length, flags=0):
+        """LEASE: pin the cache extents holding [offset, offset+covered).
+        flags LEASE_UNLESS_IN_RAM: ENODATA when the range is all in RAM."""
         fd = path if isinstance(path, int) else self.ctl_fd
         req = bytearray(_LEASE_SIZE)
-        _LEASE_HEAD.pack_into(req, 0, ABI_VERSION, 0, offset, length, 0, 0, 0, 0, _cstr(self._rel(path), PATH_SIZE))
+        _LEASE_HEAD.pack_into(req, 0, ABI_VERSION, flags, offset, length, 0, 0, 0, 0, _cstr(self._rel(path), PATH_SIZE))
         out = self._ioctl(fd, LEASE, req)
         _, _, _, _, lease_id, covered, n_ext, n_paths, _ = _LEASE_HEAD.unpack_from(out, 0)
         if n_ext > MAX_LEASE_EXTENTS or n_paths > MAX_LEASE_PATHS:

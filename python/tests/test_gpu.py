@@ -18,6 +18,9 @@ class ABITest(unittest.TestCase):
         self.assertEqual(hex(gpu.READ), "0xc430bd03")
         self.assertEqual(hex(gpu.LEASE), "0xdc30bd04")
         self.assertEqual(hex(gpu.LEASE_DROP), "0x4010bd05")
+        self.assertEqual(hex(gpu.SUBMIT), "0xc030bd06")
+        self.assertEqual(hex(gpu.WAIT), "0xc020bd07")
+        self.assertEqual(gpu.ENTRY_DTYPE.itemsize, 64)
 
     def test_client_on_a_plain_directory_names_the_ctl_file(self):
         import tempfile

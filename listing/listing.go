@@ -40,6 +40,9 @@ type Listing struct {
 	objs     []store.Object
 	listedAt time.Time
 
+	saveMu sync.Mutex     // one persist at a time
+	saving sync.WaitGroup // the persist Load started
+
 	refreshes, failures     atomic.Int64
 	added, removed, changed atomic.Int64
 	lastFailed              atomic.Bool
@@ -88,7 +91,12 @@ func Load(ctx context.Context, cfg Config, src Lister, log *slog.Logger) (*Listi
 		return nil, err
 	}
 	l.objs, l.listedAt, l.origin = objs, at, FromList
-	l.persist()
+	// Writing a million objects takes a while; the mount need not wait.
+	l.saving.Add(1)
+	go func() {
+		defer l.saving.Done()
+		l.persist()
+	}()
 	return l, nil
 }
 
@@ -109,7 +117,9 @@ func (l *Listing) persist() {
 	if l.cfg.Dir == "" || l.origin == FromManifest {
 		return
 	}
-	l.mu.Lock()
+	l.saveMu.Lock()
+	defer l.saveMu.Unlock()
+	l.mu.Lock() // the listing as it stands now, however late this runs
 	objs, at := l.objs, l.listedAt
 	l.mu.Unlock()
 	if err := save(l.cfg.Dir, l.cfg.Key, objs, at); err != nil {
@@ -135,12 +145,13 @@ func (l *Listing) Start(src Lister, apply func([]store.Object) Changes) {
 	go l.refreshLoop(ctx, src, apply)
 }
 
-// Close stops the refresher and waits for it.
+// Close stops the refresher and waits for it and for the first persist.
 func (l *Listing) Close() {
 	if l.stop != nil {
 		l.stop()
 		<-l.done
 	}
+	l.saving.Wait()
 }
 
 // refreshLoop owns the refresh: it waits until the listing reaches the TTL,

@@ -60,6 +60,7 @@ func TestPersistedListingIsReusedPerSource(t *testing.T) {
 	if err != nil || l.Origin() != FromList || src.calls != 1 {
 		t.Fatalf("first load: %v, origin %s, %d lists", err, l.Origin(), src.calls)
 	}
+	l.Close() // waits for the listing to be persisted
 	again, err := Load(context.Background(), cfg, src, quiet)
 	if err != nil || again.Origin() != FromCache || src.calls != 1 {
 		t.Fatalf("second load: %v, origin %s, %d lists; want the persisted copy and no LIST", err, again.Origin(), src.calls)
@@ -69,12 +70,16 @@ func TestPersistedListingIsReusedPerSource(t *testing.T) {
 	}
 	other := cfg
 	other.Key = "http://minio s3://bucket/y/"
-	if o, _ := Load(context.Background(), other, src, quiet); o.Origin() != FromList {
+	o, _ := Load(context.Background(), other, src, quiet)
+	o.Close()
+	if o.Origin() != FromList {
 		t.Fatal("another source took this source's listing")
 	}
 	expired := cfg
 	expired.TTL = time.Nanosecond
-	if o, _ := Load(context.Background(), expired, src, quiet); o.Origin() != FromList {
+	e, _ := Load(context.Background(), expired, src, quiet)
+	e.Close()
+	if e.Origin() != FromList {
 		t.Fatal("a listing older than the TTL was reused")
 	}
 }
@@ -83,9 +88,11 @@ func TestPersistedListingCutShortIsNotUsed(t *testing.T) {
 	dir := t.TempDir()
 	cfg := DefaultConfig()
 	cfg.Dir, cfg.Key = dir, "src"
-	if _, err := Load(context.Background(), cfg, &fakeLister{objs: objects("a", "b", "c")}, quiet); err != nil {
+	first, err := Load(context.Background(), cfg, &fakeLister{objs: objects("a", "b", "c")}, quiet)
+	if err != nil {
 		t.Fatal(err)
 	}
+	first.Close()
 	p := path(dir, "src")
 	raw, err := os.ReadFile(p)
 	if err != nil {
@@ -96,6 +103,9 @@ func TestPersistedListingCutShortIsNotUsed(t *testing.T) {
 	}
 	src := &fakeLister{objs: objects("a", "b", "c")}
 	l, err := Load(context.Background(), cfg, src, quiet)
+	if err == nil {
+		defer l.Close()
+	}
 	if err != nil || l.Origin() != FromList || len(l.Objects()) != 3 {
 		t.Fatalf("a cut persisted listing: origin %s, %d objects, %v; want a fresh LIST", l.Origin(), len(l.Objects()), err)
 	}

@@ -1,11 +1,11 @@
 #!/usr/bin/python3
 """Tables and a plot from scripts/au_bench.sh results (one JSON line per run).
 
-    au_report.py results.jsonl --table table.md --plot au.png
+    au_report.py results.jsonl [more.jsonl...] --table table.md --plot au.png
 
 For each workload and setup: AU per accelerator count (the median over
 rounds when there are several, with the range), the largest count holding
-AU >= 90% (every smaller count holding it too), and CPU seconds per GB read
+AU >= 90%, and CPU seconds per GB read
 of the daemon, MinIO, Toxiproxy and the loader processes.
 """
 
@@ -20,12 +20,13 @@ STYLE = {"local": ("black", "o", "--"), "shardfs-warm": ("tab:green", "s", "-"),
          "shardfs-cold": ("tab:blue", "D", "-"), "s3fs": ("tab:red", "v", "-"), "rclone": ("tab:orange", "^", "-")}
 
 
-def load(path):
+def load(paths):
     runs = defaultdict(lambda: defaultdict(list))  # (workload, system) -> n -> [run]
-    for line in open(path):
-        r = json.loads(line)
-        if "workload" in r:
-            runs[(r["workload"], r["system"])][r["accelerators"]].append(r)
+    for path in paths:
+        for line in open(path):
+            r = json.loads(line)
+            if "workload" in r:
+                runs[(r["workload"], r["system"])][r["accelerators"]].append(r)
     return runs
 
 
@@ -35,13 +36,9 @@ def au_of(rs):
 
 
 def largest_passing(by_n):
-    best = 0
-    for n in sorted(by_n):
-        au, _ = au_of(by_n[n])
-        if au is None or au < PASS:
-            break
-        best = n
-    return best
+    """The largest count whose AU passes. A smaller count that fails (one
+    noisy run on a shared box) is shown in the table but does not cap it."""
+    return max((n for n in by_n if (au_of(by_n[n])[0] or 0) >= PASS), default=0)
 
 
 def cpu_per_gb(rs, key):
@@ -97,7 +94,9 @@ def plot(runs, workloads, path, title):
             color, marker, line = STYLE[s]
             ax.plot(ns, [100 * au_of(by_n[n])[0] for n in ns], line, color=color, marker=marker, label=s)
         ax.axhline(100 * PASS, color="gray", linestyle=":", linewidth=1)
-        ax.text(ax.get_xlim()[0], 100 * PASS + 1, "90% (passing)", color="gray", fontsize=8)
+        ax.text(0.99, 100 * PASS + 1, "90%: passing", color="gray", fontsize=8, ha="right",
+                transform=ax.get_yaxis_transform())
+        ax.set_xticks(sorted({n for s in ORDER for n in runs.get((wl, s), {})}))
         ax.set_title(wl)
         ax.set_xlabel("emulated accelerators")
         ax.set_ylabel("accelerator utilization (%)")
@@ -111,7 +110,7 @@ def plot(runs, workloads, path, title):
 
 def main():
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    p.add_argument("results")
+    p.add_argument("results", nargs="+", help="results.jsonl of one or more runs (rounds)")
     p.add_argument("--table", required=True)
     p.add_argument("--plot", required=True)
     p.add_argument("--title", default="AU through MinIO behind Toxiproxy (20 ms, 50 MB/s per connection), 2-core box")

@@ -389,9 +389,10 @@ class Suite:
                     if n > 4 * (64 << 10):
                         assert eng.reuses > 0, "4 staging slots, %d chunks, no slot reused" % len(eng.copies)
             # Past the end: clipped to the file.
-            out = np.zeros(100, np.uint8)
             data = self.data(self.big)
-            assert c.read_into(out, self.big, len(data) - 10, 100) == 10 and out[:10].tobytes() == data[-10:]
+            n = 4 * (64 << 10)
+            out = np.zeros(n, np.uint8)
+            assert c.read_into(out, self.big, len(data) - 10, n) == 10 and out[:10].tobytes() == data[-10:]
             if c.capabilities()["leases"]:
                 # Ring blocks read by this process from the ring file itself
                 # (the daemon copies nothing), through the same slots. The

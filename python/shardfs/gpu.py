@@ -137,6 +137,11 @@ class Client:
     True whenever cuFile loads, False never.
     """
 
+    # A read of fewer chunks than this goes one READ at a time: on an H100
+    # node an 8 MiB read_into ran at 11.4 GB/s that way and 6.8 GB/s as
+    # two pipelined chunks, whose queue round trips it could not hide.
+    PIPELINE_MIN_CHUNKS = 4
+
     def __init__(self, mount, buffer_size=64 << 20, shm_dir="/dev/shm", direct=None, chunk_size=4 << 20,
                  batch=None):
         self.mount = os.path.abspath(mount)
@@ -284,7 +289,8 @@ class Client:
         the staging buffer (registered once with cudaHostRegister) in
         flight, and each chunk's copy out of the staging buffer starts as
         soon as it lands (non-blocking on a CUDA stream for a CUDA tensor).
-        On a shard's fd, or against an older daemon, one READ at a time.
+        A read of fewer than PIPELINE_MIN_CHUNKS chunks, one on a shard's
+        fd, or one against an older daemon goes one READ at a time.
         """
         with self._lock:
             if _is_torch(dst) and dst.is_cuda and self._direct_backend():
@@ -295,7 +301,8 @@ class Client:
                 except OSError as e:
                     if e.errno not in (errno.ENODATA, errno.EOPNOTSUPP):
                         raise
-            if not isinstance(path, int) and self.staging is not None and self.batch_available():
+            if (not isinstance(path, int) and self.staging is not None and length >= self.PIPELINE_MIN_CHUNKS *
+                    min(self.chunk_size, self.staging.size) and self.batch_available()):
                 return self._read_pipelined(dst, path, offset, length)
             return self._read_staged(dst, path, offset, length)
 

@@ -5,9 +5,16 @@ import "fmt"
 // Defaults of a Config; the command's flags show and use these.
 const (
 	DefaultSize int64 = 10 << 30
-	// DefaultMemorySize is kept small because the kernel page cache
-	// already holds what readers read.
-	DefaultMemorySize int64 = 64 << 20
+	// DefaultMemorySize is sized for a training node (tens to hundreds of
+	// GiB): 1 GiB holds the blocks of 16 shards of 64 MiB that a
+	// map-style epoch reads in shuffled order, so that each block is read
+	// from the ring once per epoch rather than once per sample (samples
+	// of ~100 KiB: ten a block). Only random readers put blocks here
+	// (sequential ones read from their parts and the page cache), so the
+	// tier fills only as far as random reads need it. It comes on top of
+	// the read-ahead budget (prefetch.DefaultMemory): the daemon holds
+	// at most the two plus its own room (cmd/shardfs setMemoryLimit).
+	DefaultMemorySize int64 = 1 << 30
 	DefaultBlockSize  int64 = 1 << 20
 
 	// alignment is the unit of direct I/O: block sizes, slot offsets and

@@ -107,11 +107,14 @@ func (r *ring) pinLocked(n int64) slotRef {
 func (r *ring) unpin(n int64) { r.slots[n].pins.Add(-1) }
 
 // readVerified reads the slot's data into buf (at least BlockSize, aligned)
-// and checks its CRC. The slot must be pinned.
+// and checks its CRC. The slot must be pinned. Every byte read from the
+// disk is counted: a small read of a block costs the whole block here.
 func (r *ring) readVerified(ref slotRef, buf []byte) error {
-	if err := r.file.readFull(buf[:alignUp(ref.length)], r.geo.dataOffset(ref.n)); err != nil {
+	n := alignUp(ref.length)
+	if err := r.file.readFull(buf[:n], r.geo.dataOffset(ref.n)); err != nil {
 		return err
 	}
+	r.stats.ringBytesRead.Add(uint64(n))
 	if checksum(buf[:ref.length]) != ref.crc {
 		return errChecksum
 	}

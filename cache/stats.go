@@ -13,6 +13,7 @@ type Stats struct {
 	RingHits         uint64
 	RingMisses       uint64
 	RingBytesServed  uint64
+	RingBytesRead    uint64 // bytes read from the ring's disk: whole blocks, whatever the caller wanted of them
 	Puts             uint64 // whole blocks handed to PutRange
 	RingWrites       uint64 // blocks written into ring slots
 	Evictions        uint64 // valid ring blocks overwritten by the write head
@@ -28,6 +29,7 @@ type Stats struct {
 type counters struct {
 	ramHits, ramMisses, ramBytesServed, ramEvictions atomic.Uint64
 	ringHits, ringMisses, ringBytesServed            atomic.Uint64
+	ringBytesRead                                    atomic.Uint64
 	puts, ringWrites, evictions, checksumFailures    atomic.Uint64
 	leases                                           atomic.Int64
 }
@@ -41,6 +43,7 @@ func (k *counters) snapshot() Stats {
 		RingHits:         k.ringHits.Load(),
 		RingMisses:       k.ringMisses.Load(),
 		RingBytesServed:  k.ringBytesServed.Load(),
+		RingBytesRead:    k.ringBytesRead.Load(),
 		Puts:             k.puts.Load(),
 		RingWrites:       k.ringWrites.Load(),
 		Evictions:        k.evictions.Load(),

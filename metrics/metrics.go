@@ -12,6 +12,7 @@
 package metrics
 
 import (
+	"sync/atomic"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -31,6 +32,7 @@ type Metrics struct {
 	readBytes   *prometheus.CounterVec
 	readErrors  prometheus.Counter
 	networkWait prometheus.Counter
+	delivered   atomic.Int64 // bytes returned to readers, every tier
 }
 
 // New makes a registry with the read-path metrics and the Go runtime's.
@@ -68,6 +70,7 @@ func New() *Metrics {
 func (m *Metrics) ObserveRead(tier string, n int, d time.Duration, err error) {
 	m.readSeconds.WithLabelValues(tier).Observe(d.Seconds())
 	m.readBytes.WithLabelValues(tier).Add(float64(n))
+	m.delivered.Add(int64(n))
 	if tier == TierNetwork {
 		m.networkWait.Add(d.Seconds())
 	}
@@ -75,6 +78,10 @@ func (m *Metrics) ObserveRead(tier string, n int, d time.Duration, err error) {
 		m.readErrors.Inc()
 	}
 }
+
+// DeliveredBytes is the sum of shardfs_read_bytes_total over the tiers:
+// what readers were given, the denominator of a cost per byte delivered.
+func (m *Metrics) DeliveredBytes() int64 { return m.delivered.Load() }
 
 // CounterFunc exposes a monotonically increasing figure read at scrape.
 func (m *Metrics) CounterFunc(name, help string, f func() float64) {

@@ -4,6 +4,7 @@ import (
 	"context"
 	"sync"
 
+	"github.com/shardfs/shardfs/cache"
 	"github.com/shardfs/shardfs/store"
 )
 
@@ -77,8 +78,9 @@ func clip(obj store.Object, p []byte, off int64) ([]byte, bool) {
 }
 
 // readBlockwise returns [off, off+n) from the handle's kept block when it
-// lies in one block; false when it does not, or the block is not cached.
-func (r *Reader) readBlockwise(off, n int64) ([]byte, bool) {
+// lies in one block, or from the block read anew from tiers; false when it
+// does not lie in one block, or the block is not cached there.
+func (r *Reader) readBlockwise(off, n int64, tiers cache.Tier) ([]byte, bool) {
 	bs := r.s.cfg.BlockSize
 	start := off / bs * bs
 	if off+n > start+bs {
@@ -90,7 +92,7 @@ func (r *Reader) readBlockwise(off, n int64) ([]byte, bool) {
 	if data, ok := b.slice(off, n); ok {
 		return data, true
 	}
-	data, _, ok := r.s.cache.Get(r.obj, start/bs, readTiers(r.oneShot))
+	data, _, ok := r.s.cache.Get(r.obj, start/bs, tiers)
 	if !ok {
 		b.data = nil
 		return nil, false

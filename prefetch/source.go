@@ -19,7 +19,11 @@ import (
 //     (the GPU interface's READ: no page cache behind it, and no
 //     later read for read-ahead to serve) looks in the ring as well, and
 //     ring blocks are read from disk straight into the caller's buffer,
-//     several at once, with a copy into the RAM tier's free room.
+//     several at once, with a copy into the RAM tier's free room. So does
+//     a handle reading randomly (a map-style Dataset's one pread per
+//     sample): a ring block it touches is read and checked once, whole,
+//     and promoted into RAM, where its other samples are found; through a
+//     part, every sample of the block would read and check it again.
 //  2. The handle's stream: the part that covers the read, in flight or
 //     fetched ahead, or one made now. A part covers a run of blocks that
 //     the ring holds, read from the ring, or that it does not, fetched
@@ -79,7 +83,8 @@ func (r *Reader) fromCache(q []byte, off int64) ([]byte, bool) {
 	if c == nil {
 		return nil, false
 	}
-	if data, ok := r.readBlockwise(off, int64(len(q))); ok {
+	tiers := readTiers(r.oneShot, r.readsRandomly(off))
+	if data, ok := r.readBlockwise(off, int64(len(q)), tiers); ok {
 		return data, true
 	}
 	if r.oneShot {
@@ -91,7 +96,7 @@ func (r *Reader) fromCache(q []byte, off int64) ([]byte, bool) {
 	bs := r.s.cfg.BlockSize
 	end := off + int64(len(q))
 	for index := off / bs; index*bs < end; index++ {
-		data, _, ok := c.Get(r.obj, index, readTiers(r.oneShot))
+		data, _, ok := c.Get(r.obj, index, tiers)
 		if !ok {
 			return nil, false
 		}
@@ -105,12 +110,27 @@ func (r *Reader) fromCache(q []byte, off int64) ([]byte, bool) {
 	return q, true
 }
 
-// readTiers are the cache tiers step 1 looks in.
-func readTiers(oneShot bool) cache.Tier {
-	if oneShot {
+// readTiers are the cache tiers step 1 looks in. A sequential handle
+// leaves ring blocks to its parts, which read a run of them ahead of it
+// and several at once; Get would read one at a time, in its way.
+func readTiers(oneShot, random bool) cache.Tier {
+	if oneShot || random {
 		return cache.InRAM | cache.InRing
 	}
 	return cache.InRAM
+}
+
+// readsRandomly reports whether the handle reads randomly: its stream's
+// policy says so, or, before its first read, the read is not at offset 0
+// (where the policy starts a stream at once).
+func (r *Reader) readsRandomly(off int64) bool {
+	r.mu.Lock()
+	st := r.stream
+	r.mu.Unlock()
+	if st == nil {
+		return off != 0
+	}
+	return !st.Sequential()
 }
 
 // readPlacement is what a cache read spanning blocks does with ring blocks.

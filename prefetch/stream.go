@@ -356,3 +356,10 @@ func (s *Scheduler) creditLocked(st *Stream, p *part, n int64, sequential bool) 
 		s.dropLocked(st, p)
 	}
 }
+
+// Sequential reports whether the stream's policy is in a sequential run.
+func (st *Stream) Sequential() bool {
+	st.s.mu.Lock()
+	defer st.s.mu.Unlock()
+	return st.policy.Sequential()
+}

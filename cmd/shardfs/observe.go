@@ -33,6 +33,13 @@ func registerCacheMetrics(m *metrics.Metrics, c *cache.Cache) {
 	m.CounterFunc("shardfs_cache_ring_hits_total", "Reads served by the NVMe ring.", stat(func(s cache.Stats) float64 { return float64(s.RingHits) }))
 	m.CounterFunc("shardfs_cache_ring_misses_total", "Reads the NVMe ring could not serve.", stat(func(s cache.Stats) float64 { return float64(s.RingMisses) }))
 	m.CounterFunc("shardfs_cache_ring_served_bytes_total", "Bytes served by the NVMe ring.", stat(func(s cache.Stats) float64 { return float64(s.RingBytesServed) }))
+	m.CounterFunc("shardfs_cache_ring_read_bytes_total", "Bytes read from the NVMe ring's disk: whole blocks, read and checked, whatever part of them a reader wanted.", stat(func(s cache.Stats) float64 { return float64(s.RingBytesRead) }))
+	m.GaugeFunc("shardfs_cache_ring_read_per_delivered_byte", "shardfs_cache_ring_read_bytes_total per byte of shardfs_read_bytes_total: 1 when each block read from the ring is delivered once, far more when small reads each read a whole block.", stat(func(s cache.Stats) float64 {
+		if d := m.DeliveredBytes(); d > 0 {
+			return float64(s.RingBytesRead) / float64(d)
+		}
+		return 0
+	}))
 	m.CounterFunc("shardfs_cache_ring_writes_total", "Blocks written into the ring.", stat(func(s cache.Stats) float64 { return float64(s.RingWrites) }))
 	m.CounterFunc("shardfs_cache_evictions_total", "Valid ring blocks overwritten by the write head.", stat(func(s cache.Stats) float64 { return float64(s.Evictions) }))
 	m.CounterFunc("shardfs_cache_checksum_failures_total", "Ring blocks dropped because their CRC32C did not match.", stat(func(s cache.Stats) float64 { return float64(s.ChecksumFailures) }))

@@ -152,7 +152,11 @@ func (c *Cache) block(obj store.Object, index int64, from Tier) ([]byte, Tier, b
 	b = b[:want]
 	c.stats.ringBytesServed.Add(uint64(want))
 	if c.ram != nil {
+		// Applied before the block is returned: the next read of the
+		// block (another sample of it) must find it, not read it again
+		// while ristretto's buffer still holds the set.
 		c.ram.set(k, b)
+		c.ram.settle()
 	}
 	return b, InRing, true
 }

@@ -8,6 +8,9 @@ import "github.com/shardfs/shardfs/store"
 // fair share), and spills the window into the next objects.
 func (s *Scheduler) applyLocked(st *Stream, plan Plan, read Range) {
 	s.readArrivedLocked(st.o)
+	if !plan.Sequential {
+		s.noteRandomLocked(st.o, plan.Need)
+	}
 	for p := range st.held {
 		if p.end <= plan.Keep.Start || p.off >= plan.Keep.End {
 			s.dropLocked(st, p)
@@ -144,4 +147,43 @@ func (s *Scheduler) prefetchStartLocked(obj store.Object, want int64, kind specK
 		pos = gap.End
 	}
 	return true
+}
+
+// pumpDenseLocked makes the parts of objects read densely (source.go,
+// noteRandomLocked), PartSize GETs in order, while they take at most half
+// the budget and no read waits for budget: reads come first, and the rest
+// of the budget stays with streams. Blocks the RAM tier holds are left out;
+// blocks in the ring are read from there into RAM.
+func (s *Scheduler) pumpDenseLocked() {
+	afford := func(size int64) bool {
+		return s.budget.waiting == 0 && s.affordLocked(size) && s.budget.denseInUse+size <= s.cfg.Memory/2
+	}
+	for len(s.registry.dense) > 0 && !s.closed {
+		d := &s.registry.dense[0]
+		o := s.objectLocked(d.obj)
+		for d.next < d.obj.Size {
+			if p := s.partAt(o, d.next); p != nil {
+				d.next = p.end
+				continue
+			}
+			gap, cached := s.partSource(o.obj, s.gapLocked(o, d.next, d.obj.Size), true)
+			if gap.Empty() {
+				d.next = gap.End + s.cfg.BlockSize
+				continue
+			}
+			if !afford(s.chargeOf(gap)) {
+				s.tidyLocked(o)
+				return
+			}
+			p := s.registerPartLocked(o, gap, Range{}, cached)
+			p.dense = true
+			s.budget.denseInUse += p.size
+			s.stats.DenseParts++
+			s.enqueueLocked(p)
+			d.next = gap.End
+		}
+		s.tidyLocked(o)
+		s.registry.dense[0] = denseFetch{}
+		s.registry.dense = s.registry.dense[1:]
+	}
 }

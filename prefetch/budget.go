@@ -3,14 +3,15 @@ package prefetch
 // budget is the memory budget's state: what live parts are charged and who
 // waits for room. Guarded by Scheduler.mu.
 type budget struct {
-	inUse     int64         // charged to live parts
-	specInUse int64         // of inUse, charged to parts prefetched for objects not open
-	dying     int64         // of inUse, parts removed whose GET has yet to return
-	waiting   int           // reads waiting for budget: read-ahead and prefetch yield to them
-	released  chan struct{} // closed and replaced whenever budget is released
-	holding   int           // streams holding at least one part
-	pool      bufPool
-	allocated int64 // bytes in parts' buffers (started, or waiting after their head); with pool.bytes, at most Memory
+	inUse      int64         // charged to live parts
+	specInUse  int64         // of inUse, charged to parts prefetched for objects not open
+	denseInUse int64         // of inUse, charged to background parts of objects read densely
+	dying      int64         // of inUse, parts removed whose GET has yet to return
+	waiting    int           // reads waiting for budget: read-ahead and prefetch yield to them
+	released   chan struct{} // closed and replaced whenever budget is released
+	holding    int           // streams holding at least one part
+	pool       bufPool
+	allocated  int64 // bytes in parts' buffers (started, or waiting after their head); with pool.bytes, at most Memory
 }
 
 // shareLocked is the read-ahead st may hold: an equal slice of the budget

@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"io"
 
-	"github.com/shardfs/shardfs/cache"
 	"github.com/shardfs/shardfs/store"
 )
 
@@ -218,7 +217,7 @@ func (s *Scheduler) readCached(p *part, want int64) int64 {
 	var done int64
 	for done < want {
 		end := min(done+s.cfg.BlockSize, want)
-		if _, ok := s.cache.ReadAt(p.o.obj, p.buf[done:end], p.off+done, cache.ForReadAhead); !ok {
+		if _, ok := s.cache.ReadAt(p.o.obj, p.buf[done:end], p.off+done, ringPlacementOf(p)); !ok {
 			break
 		}
 		done = end

@@ -13,12 +13,21 @@ import (
 type registry struct {
 	objects  map[objectID]*object
 	streams  map[*Stream]struct{}
-	live     map[*part]struct{} // every part whose budget is not yet released
-	order    []store.Object     // the listing, sorted by key (indexOf)
-	openedAt []uint64           // by index in order: opens when it was last opened, 0 never
-	opens    uint64             // streams opened so far
-	hints    []store.Object     // hinted objects not yet prefetched, in order
-	spec     []*part            // parts prefetched for objects not yet open, oldest first
+	live     map[*part]struct{}         // every part whose budget is not yet released
+	order    []store.Object             // the listing, sorted by key (indexOf)
+	openedAt []uint64                   // by index in order: opens when it was last opened, 0 never
+	opens    uint64                     // streams opened so far
+	hints    []store.Object             // hinted objects not yet prefetched, in order
+	spec     []*part                    // parts prefetched for objects not yet open, oldest first
+	access   map[objectID]*randomAccess // blocks random reads touched, per object (dense.go)
+	dense    []denseFetch               // objects whose rest is fetched in the background, in the order they turned dense
+}
+
+// denseFetch is the background fetch of the rest of an object that random
+// reads use densely: parts are made from next on as the budget allows.
+type denseFetch struct {
+	obj  store.Object
+	next int64
 }
 
 // objectID names one version of an object: parts of two versions never mix.
@@ -67,7 +76,12 @@ type part struct {
 	urgent   bool  // a read is waiting for it: first in line for a GET slot
 	ahead    bool  // fetched before any read needed it
 	streamed bool  // made for a sequential reader, which reads it from the part
-	spec     specKind
+	// dense: fetched in the background for an object random reads use
+	// densely; kept, whoever holds it, until its GET is over and its bytes
+	// are in the cache (a reader that read its first block and went on
+	// must not cancel the rest).
+	dense bool
+	spec  specKind
 	// head, when not 0, is the size of a first GET for the read that made
 	// the part (see Config.HeadSize); fetched is how many leading bytes
 	// that GET brought once it is over. madeAtRead is the object's read
@@ -100,7 +114,7 @@ func (p *part) String() string {
 
 // wanted reports whether an open stream, a read or a prefetch still wants p.
 func (p *part) wanted() bool {
-	if p.pins > 0 || p.spec != specNone {
+	if p.pins > 0 || p.spec != specNone || p.denseInFlight() {
 		return true
 	}
 	for st := range p.holders {
@@ -113,8 +127,12 @@ func (p *part) wanted() bool {
 
 // unused reports whether nothing keeps p: no stream, no read, no prefetch.
 func (p *part) unused() bool {
-	return len(p.holders) == 0 && p.pins == 0 && p.spec == specNone
+	return len(p.holders) == 0 && p.pins == 0 && p.spec == specNone && !p.denseInFlight()
 }
+
+// denseInFlight reports whether p is a background part whose bytes have
+// yet to reach the cache.
+func (p *part) denseInFlight() bool { return p.dense && !p.settled() }
 
 func (s *Scheduler) objectLocked(obj store.Object) *object {
 	id := objectID{obj.Key, obj.ETag}
@@ -154,6 +172,14 @@ func (s *Scheduler) chargeOf(r Range) int64 { return ceilTo(r.Len(), s.cfg.Block
 // budget, and queues its GET. The part is for read, which waits on it, or
 // is read-ahead when read is empty. The caller has checked the budget.
 func (s *Scheduler) newPartLocked(o *object, r, read Range, fromCache bool) *part {
+	p := s.registerPartLocked(o, r, read, fromCache)
+	s.enqueueLocked(p)
+	return p
+}
+
+// registerPartLocked is newPartLocked short of queueing the GET: the
+// caller marks the part before its GET may read the marks.
+func (s *Scheduler) registerPartLocked(o *object, r, read Range, fromCache bool) *part {
 	urgent := !read.Empty()
 	p := &part{
 		o: o, off: r.Start, end: r.End, size: s.chargeOf(r),
@@ -170,7 +196,6 @@ func (s *Scheduler) newPartLocked(o *object, r, read Range, fromCache bool) *par
 	s.registry.live[p] = struct{}{}
 	s.budget.inUse += p.size
 	s.stats.PeakInUseBytes = max(s.stats.PeakInUseBytes, s.budget.inUse)
-	s.enqueueLocked(p)
 	return p
 }
 
@@ -224,11 +249,15 @@ func (s *Scheduler) freeLocked(p *part) {
 	}
 	delete(s.registry.live, p)
 	s.budget.inUse -= p.size
+	if p.dense {
+		s.budget.denseInUse -= p.size
+	}
 	if p.dying {
 		s.budget.dying -= p.size
 	}
 	s.notifyLocked()
 	s.pumpHintsLocked()
+	s.pumpDenseLocked()
 }
 
 // releaseIfUnusedLocked removes p when nothing keeps it any more.

@@ -134,7 +134,7 @@ func TestHandleReadsServeRAMOnlyFromTheCache(t *testing.T) {
 		}
 		r.Close()
 	}
-	if st := s.Stats(); st.ServedBytes != bs || st.CacheBytes == 0 || f.gets.Load() != 0 {
+	if st := settledStats(t, s); st.ServedBytes != bs || st.CacheBytes == 0 || f.gets.Load() != 0 {
 		t.Fatalf("stream served %d bytes, read %d from the cache, %d GETs; want the disk read alone (%d), from the ring, no GET", st.ServedBytes, st.CacheBytes, f.gets.Load(), bs)
 	}
 	if lent["ram"] || !lent["disk"] {

@@ -110,6 +110,7 @@ func NewScheduler(cfg Config, f Fetcher, sink Sink, log *slog.Logger) *Scheduler
 			objects: map[objectID]*object{},
 			streams: map[*Stream]struct{}{},
 			live:    map[*part]struct{}{},
+			access:  map[objectID]*randomAccess{},
 		},
 	}
 }
@@ -130,6 +131,7 @@ func (s *Scheduler) Close() {
 			}
 		}
 		s.registry.hints = nil
+		s.registry.dense = nil
 		s.notifyLocked()
 	}
 	s.mu.Unlock()

@@ -36,10 +36,21 @@ import (
 // parts read from the ring, metrics.TierNetwork for parts that waited on
 // a GET.
 //
+// Random reads of one object, across its handles, are sparse or dense
+// (Classify, dense.go). Sparse: each fetches only the blocks it touches.
+// Dense (a map-style epoch: reads keep landing on new blocks, or the
+// object is small next to the budget): the rest of the object is fetched
+// in the background, PartSize GETs within half the budget
+// (noteRandomLocked, pumpDenseLocked), and put where the next reads find
+// it; a read of a block still on its way waits on that part, a read of a
+// block that arrived finds it in the cache (step 1).
+//
 // What a part fetched goes to the cache with the placement placementOf
 // gives: the ring alone for read-ahead and sequential readers (they read
 // it from the part, and the page cache keeps it), RAM and ring for random
-// readers (they come back for single blocks).
+// readers (they come back for single blocks) and for the background parts
+// of a dense object, whose reads are random. A dense part read from the
+// ring is copied into RAM as it is read (ringPlacementOf).
 
 // Read answers len(p) bytes at off, io.ReaderAt's way: short only at the
 // end of the object, with io.EOF. data is p[:n], or bytes the read path
@@ -185,8 +196,51 @@ func (s *Scheduler) fellBackToStore(p *part) {
 
 // placementOf is where the bytes p fetched go in the cache.
 func placementOf(p *part) cache.Placement {
-	if p.ahead || p.streamed {
-		return cache.ForReadAhead
+	if p.dense || !(p.ahead || p.streamed) {
+		return cache.ForRandomRead
 	}
-	return cache.ForRandomRead
+	return cache.ForReadAhead
+}
+
+// ringPlacementOf is what reading p's blocks from the ring does with them:
+// a dense part's go into RAM, where random reads look first; others stay
+// in the part alone.
+func ringPlacementOf(p *part) cache.Placement {
+	if p.dense {
+		return cache.ForRandomRead
+	}
+	return cache.ForReadAhead
+}
+
+// noteRandomLocked records a random read of o over the blocks need, and
+// starts the background fetch of the rest of o when the density rule says
+// its random reads are dense.
+func (s *Scheduler) noteRandomLocked(o *object, need Range) {
+	bs := s.cfg.BlockSize
+	blocks := ceilTo(o.obj.Size, bs) / bs
+	if need.Empty() || blocks > maxTrackedBlocks {
+		return
+	}
+	id := objectID{o.obj.Key, o.obj.ETag}
+	a := s.registry.access[id]
+	if a == nil {
+		if len(s.registry.access) >= maxTrackedObjects {
+			clear(s.registry.access)
+		}
+		a = &randomAccess{touched: make([]uint64, (blocks+63)/64)}
+		s.registry.access[id] = a
+	}
+	if a.dense {
+		return
+	}
+	for b := need.Start / bs; b*bs < need.End; b++ {
+		a.touch(b)
+	}
+	if Classify(RandomAccess{Size: o.obj.Size, BlockSize: bs, Budget: s.cfg.Memory, Touched: a.count}) != Dense {
+		return
+	}
+	a.dense = true
+	s.stats.DenseObjects++
+	s.registry.dense = append(s.registry.dense, denseFetch{obj: o.obj})
+	s.pumpDenseLocked()
 }

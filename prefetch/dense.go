@@ -1,0 +1,91 @@
+package prefetch
+
+// Density is how the random reads of one object use it, across every
+// handle open on it: Sparse (fetch only the blocks they touch) or Dense
+// (fetch the rest of the object in the background).
+type Density uint8
+
+const (
+	Sparse Density = iota
+	Dense
+)
+
+func (d Density) String() string {
+	if d == Dense {
+		return "dense"
+	}
+	return "sparse"
+}
+
+// RandomAccess is what the density rule knows of an object's random reads.
+type RandomAccess struct {
+	Size      int64 // the object's
+	BlockSize int64
+	Budget    int64 // the read-ahead budget (Config.Memory)
+	Touched   int64 // distinct blocks random reads have landed on
+}
+
+// The density rule's thresholds.
+const (
+	// minDenseBlocks: one random read of an object is a peek (a header, a
+	// single sample); the second on another block is a pattern.
+	minDenseBlocks = 2
+	// smallObjectDivisor: an object no larger than Budget/8 is small next
+	// to the budget; fetching all of it costs at most an eighth of the
+	// budget, the price of a few sequential windows, and a map-style
+	// epoch over it (one pread per sample, shuffled) reads it all.
+	smallObjectDivisor = 8
+	// denseFraction: once random reads have touched half of a larger
+	// object's blocks, the rest is fetched. Ski rental: the rest is no
+	// larger than what was read, so a reader who stops right after the
+	// switch has cost at most twice what it read, while one who reads on
+	// (a shuffled epoch) waits for one stream of part GETs instead of a
+	// round trip per sample. 300 random reads of a 1 GiB object (1024
+	// blocks of 1 MiB) touch about 260: sparse.
+	denseFraction = 2
+)
+
+// Classify applies the density rule. Like Policy, it does no I/O and reads
+// no clock: the same reads give the same answer.
+func Classify(a RandomAccess) Density {
+	switch {
+	case a.Touched < minDenseBlocks || a.Size <= 0 || a.BlockSize <= 0:
+		return Sparse
+	case a.Size <= a.Budget/smallObjectDivisor:
+		return Dense
+	case a.Touched*a.BlockSize*denseFraction >= a.Size:
+		return Dense
+	}
+	return Sparse
+}
+
+// randomAccess records the distinct blocks random reads touched in one
+// object version, and whether its rest is being fetched.
+type randomAccess struct {
+	touched []uint64 // bit per block
+	count   int64    // bits set
+	dense   bool     // the background fetch started; it is never started twice
+}
+
+// maxTrackedBlocks bounds the bitset of one object (512 KiB at 1 MiB
+// blocks: a 4 TiB object); larger objects are always sparse.
+const maxTrackedBlocks = 1 << 22
+
+// maxTrackedObjects bounds how many objects' random reads are remembered;
+// past it the record starts afresh (an epoch over that many shards reads
+// each densely enough to be told again).
+const maxTrackedObjects = 4096
+
+// touch records that block index was read and reports whether it was new.
+func (a *randomAccess) touch(index int64) bool {
+	if index < 0 || index/64 >= int64(len(a.touched)) {
+		return false
+	}
+	w, bit := index/64, uint64(1)<<(index%64)
+	if a.touched[w]&bit != 0 {
+		return false
+	}
+	a.touched[w] |= bit
+	a.count++
+	return true
+}

@@ -1,0 +1,98 @@
+package prefetch
+
+import (
+	"bytes"
+	"math/rand/v2"
+	"sync"
+	"testing"
+)
+
+// Sparse stays cheap: 200 random 4 KiB reads spread over a 1 GiB shard,
+// one handle each (a Dataset that opens the shard per sample), fetch at
+// most two blocks per read, and never the rest of the shard.
+func TestSparseRandomReadsOfALargeShardStayCheap(t *testing.T) {
+	cfg := DefaultConfig() // 1 MiB blocks, 1 GiB budget
+	f := &fakeFetcher{}
+	s := newTestScheduler(t, cfg, f, nil)
+	obj := fakeObject("big.tar", 1<<30)
+	rng := rand.New(rand.NewPCG(15, 200))
+	const reads = 200
+	buf := make([]byte, 4096)
+	for range reads {
+		off := rng.Int64N(obj.Size - int64(len(buf)))
+		r := s.OpenReader(obj, false)
+		n, _, err := r.ReadAt(testContext(t), buf, off)
+		r.Close()
+		if err != nil || n != len(buf) || !bytes.Equal(buf, wantBytes(obj, off, n)) {
+			t.Fatalf("read at %d: n=%d err=%v, or wrong bytes", off, n, err)
+		}
+	}
+	st := settledStats(t, s)
+	if asked, limit := f.askedBytes.Load(), int64(reads)*2*cfg.BlockSize; asked > limit {
+		t.Errorf("%d random 4 KiB reads asked the store for %d bytes, more than 2 blocks each (%d)", reads, asked, limit)
+	}
+	if st.DenseObjects != 0 || st.DenseParts != 0 {
+		t.Errorf("%d objects, %d parts fetched as dense; want none: 200 reads of 1024 blocks are sparse", st.DenseObjects, st.DenseParts)
+	}
+}
+
+// A shuffled map-style pass over a shard small next to the budget (one
+// pread per ~100 KiB sample, four workers, a handle per sample) turns
+// dense: the rest of the shard comes in part-size GETs rather than one
+// GET per block a sample lands on, each store byte is fetched about once,
+// and every sample's bytes are right.
+func TestShuffledPassOverASmallShardStreamsIt(t *testing.T) {
+	const bs = 1 << 20
+	cfg := DefaultConfig()
+	c := newRingCache(t, bs, 256*bs)
+	f := &fakeFetcher{}
+	s := newTestScheduler(t, cfg, f, c)
+	obj := fakeObject("small.tar", 48*bs+4321)
+	const sample = 100 << 10
+	var offs []int64
+	for off := int64(0); off < obj.Size; off += sample {
+		offs = append(offs, off)
+	}
+	rand.New(rand.NewPCG(15, 48)).Shuffle(len(offs), func(i, j int) { offs[i], offs[j] = offs[j], offs[i] })
+	var wg sync.WaitGroup
+	errs := make(chan error, 4)
+	next := make(chan int64)
+	for range 4 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			buf := make([]byte, sample)
+			for off := range next {
+				r := s.OpenReader(obj, false)
+				n, _, err := r.ReadAt(testContext(t), buf, off)
+				r.Close()
+				want := wantBytes(obj, off, int(min(sample, obj.Size-off)))
+				if (err != nil && n != len(want)) || !bytes.Equal(buf[:n], want) {
+					errs <- err
+					return
+				}
+			}
+		}()
+	}
+	for _, off := range offs {
+		next <- off
+	}
+	close(next)
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		t.Fatalf("a sample's bytes differ from the source (err %v)", err)
+	}
+	st := settledStats(t, s)
+	gets, asked := f.gets.Load(), f.askedBytes.Load()
+	t.Logf("%d samples: %d GETs, %d bytes asked of a %d-byte shard, %d dense parts", len(offs), gets, asked, obj.Size, st.DenseParts)
+	if st.DenseObjects != 1 {
+		t.Errorf("DenseObjects = %d, want 1: a shuffled pass over a shard of %d bytes under a %d-byte budget is dense", st.DenseObjects, obj.Size, cfg.Memory)
+	}
+	if limit := obj.Size + obj.Size/20; asked > limit {
+		t.Errorf("the pass asked the store for %d bytes, more than 1.05 x the shard (%d)", asked, limit)
+	}
+	if limit := obj.Size/cfg.PartSize + 8; gets > limit {
+		t.Errorf("the pass took %d GETs; want at most %d: the rest of the shard in part-size GETs, not one per block", gets, limit)
+	}
+}

@@ -12,6 +12,7 @@
 #      key above a one-key manifest mount.
 # Rounds are interleaved (one of each per round) and every round is printed.
 #   BENCH_ROUNDS=3 bash scripts/bench_meta.sh
+#   BENCH_PARTS="1 4" bash scripts/bench_meta.sh     (only some of the measurements)
 # The objects are uploaded once (rclone, 48 transfers) and kept in the
 # MinIO of $SHARDFS_MINIO_STATE for later runs; scripts/minio.sh stop drops them.
 set -euo pipefail
@@ -20,6 +21,8 @@ source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
 cd "$SHARDFS_ROOT"
 
 ROUNDS=${BENCH_ROUNDS:-3}
+PARTS=" ${BENCH_PARTS:-1 2 3 4} "
+part() { [[ $PARTS == *" $1 "* ]]; }
 BUCKET=${BENCH_BUCKET:-bench-meta}
 BENCH=$WORK_DIR/bench-meta
 BIN=$BENCH/shardfs
@@ -102,8 +105,8 @@ timed_ls() { # DIR: ls -l of DIR, print ms
 	ms "$start" "$(now_ns)"
 }
 
-echo "== 1. ls -l of 20,000 objects in one directory"
-for round in $(seq 1 "$ROUNDS"); do
+part 1 && echo "== 1. ls -l of 20,000 objects in one directory"
+part 1 && for round in $(seq 1 "$ROUNDS"); do
 	start=$(now_ns)
 	n=$(rclone_s3 lsf --fast-list ":s3:$BUCKET/flat20k" | wc -l)
 	bare=$(ms "$start" "$(now_ns)")
@@ -120,16 +123,18 @@ for round in $(seq 1 "$ROUNDS"); do
 	echo "round $round: bare LIST (rclone lsf, $n keys) ${bare} ms; shardfs ls ${own} ms; mount ${mount_ms} ms + first ls -l ${cold} ms = $((mount_ms + cold)) ms;" \
 		"warm ls -l ${warm2} / ${warm3} ms; local copy ${local2} / ${local3} ms"
 done
-mount_at "s3://$BUCKET/flat20k" >/dev/null
-ls -l "$MNT" >/dev/null
-echo "strace -c of a warm ls -l through the mount (top syscalls):"
-strace -c -o "$BENCH/strace.txt" ls -l "$MNT" >/dev/null
-sed -n '1,8p' "$BENCH/strace.txt"
-"$BIN" unmount "$MNT"
+if part 1; then
+	mount_at "s3://$BUCKET/flat20k" >/dev/null
+	ls -l "$MNT" >/dev/null
+	echo "strace -c of a warm ls -l through the mount (top syscalls):"
+	strace -c -o "$BENCH/strace.txt" ls -l "$MNT" >/dev/null
+	sed -n '1,8p' "$BENCH/strace.txt"
+	"$BIN" unmount "$MNT"
+fi
 
-echo
-echo "== 2. mount of 100,000 objects in 100 directories: one LIST stream against parallel runs"
-for round in $(seq 1 "$ROUNDS"); do
+part 2 && echo
+part 2 && echo "== 2. mount of 100,000 objects in 100 directories: one LIST stream against parallel runs"
+part 2 && for round in $(seq 1 "$ROUNDS"); do
 	for streams in 1 8; do
 		m0=$(cpu_s "$minio_pid")
 		mount_ms=$(mount_at "s3://$BUCKET/tree100k" --list-streams "$streams")
@@ -141,17 +146,18 @@ for round in $(seq 1 "$ROUNDS"); do
 	done
 done
 
-echo
-echo "== 3. remount on the same cache dir"
+part 3 && echo
+part 3 && echo "== 3. remount on the same cache dir"
 rm -rf "$BENCH/cache"
-for round in $(seq 1 "$ROUNDS"); do
+part 3 && for round in $(seq 1 "$ROUNDS"); do
 	mount_ms=$(mount_at "s3://$BUCKET/tree100k" --cache-dir "$BENCH/cache")
 	echo "round $round: mount ${mount_ms} ms; LIST requests $(stat_value shardfs_store_list_requests_total); from the cache dir $(stat_value shardfs_metadata_from_cache)"
 	"$BIN" unmount "$MNT"
 done
 
-echo
-echo "== 4. a manifest of 1,000,000 keys"
+part 4 && echo
+part 4 && echo "== 4. a manifest of 1,000,000 keys"
+part 4 || exit 0
 if [ ! -s "$BENCH/manifest-1m.jsonl" ]; then
 	"$SYS_PYTHON" - "$BENCH/manifest-1m.jsonl" <<-'PY'
 		import json, sys

@@ -16,6 +16,8 @@ import (
 	"path/filepath"
 	"sort"
 	"strings"
+	"syscall"
+	"time"
 
 	"github.com/shardfs/shardfs/store"
 )
@@ -36,7 +38,7 @@ type Settings struct {
 }
 
 // Run runs the chosen workloads in order and prints a RESULT line for
-// each; extra adds the target's own counters to every line.
+// each, with the CPU seconds this process spent on it (reader_cpu_s); extra adds the target's own counters to every line.
 func Run(ctx context.Context, w io.Writer, t Target, s Settings, extra func() string) error {
 	items := t.items()
 	if len(items) == 0 {
@@ -44,6 +46,7 @@ func Run(ctx context.Context, w io.Writer, t Target, s Settings, extra func() st
 	}
 	for _, wl := range s.Workloads {
 		var fields string
+		cpuBefore := cpuSeconds()
 		switch wl {
 		case "seq":
 			r, err := sequential(ctx, t, items, s)
@@ -64,6 +67,7 @@ func Run(ctx context.Context, w io.Writer, t Target, s Settings, extra func() st
 			}
 			fields = fmt.Sprintf("reads=%d size=%d seconds=%.3f reads_per_s=%.1f mbps=%.1f", r.reads, s.RandomSize, r.seconds, float64(r.reads)/r.seconds, float64(r.bytes)/r.seconds/1e6)
 		}
+		fields += fmt.Sprintf(" reader_cpu_s=%.3f", cpuSeconds()-cpuBefore)
 		if e := extra(); e != "" {
 			fields += " " + e
 		}
@@ -194,3 +198,12 @@ func (r fileReader) ReadAt(_ context.Context, p []byte, off int64) (int, error) 
 }
 
 func (r fileReader) Close() error { return r.f.Close() }
+
+// cpuSeconds is the user and system CPU time of this process so far.
+func cpuSeconds() float64 {
+	var ru syscall.Rusage
+	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
+		return 0
+	}
+	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano()).Seconds()
+}

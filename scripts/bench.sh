@@ -8,10 +8,12 @@
 # 50 MB/s cap per connection, the shape of a remote S3. Needs root (page-cache
 # drops, mounts) and scripts/install-deps.sh. Every workload starts cold: the
 # page cache is dropped and the daemon is mounted afresh before each one;
-# shardfs runs without --cache-dir. Results: RESULT/RSS/STAT lines in
-# OUT/results.txt and the table in OUT/table.md (OUT defaults to
-# .work/bench-loopback or .work/bench-remote), with the daemon's CPU seconds
-# per workload (CPU lines). SHARDFS_BIN picks the binary.
+# shardfs runs without --cache-dir, except the shardfs-ring rounds (an empty
+# ring each time). Results: RESULT/RSS/STAT lines in OUT/results.txt and the
+# table in OUT/table.md (OUT defaults to .work/bench-loopback or
+# .work/bench-remote), with the CPU seconds of the daemon, MinIO and the
+# readers and the daemon's peak RSS for every run (CPU lines, and a table of
+# CPU-seconds per GB). SHARDFS_BIN picks the binary.
 # The cold sequential read of the direct client and of shardfs, whose ratio
 # is the headline, runs --rounds times (default 3), interleaved; the table
 # shows medians and every round.
@@ -31,7 +33,7 @@ while [ $# -gt 0 ]; do
 	--shard-size) SHARD_SIZE=$2; shift ;;
 	--large) LARGE=$2; shift ;;
 	--out) OUT=$2; shift ;;
-	-h | --help) sed -n '2,16p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+	-h | --help) sed -n '2,19p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
 	*) die "unknown argument $1 (see --help)" ;;
 	esac
 	shift
@@ -76,6 +78,8 @@ fi
 
 eval "$("$SHARDFS_ROOT/scripts/minio.sh" start)"
 MINIO_URL=$SHARDFS_ENDPOINT_URL
+# shellcheck disable=SC1090
+MINIO_PID=$(source "$SHARDFS_MINIO_STATE" && echo "$MINIO_PID")
 "$SHARDFS_ROOT/scripts/upload.sh" "$DATA" "s3://$BUCKET" 2>&1 | tail -1 >&2
 
 ENDPOINT=$MINIO_URL
@@ -119,19 +123,34 @@ mount_fs() { # mount_fs SYSTEM [shardfs flags...]
 		;;
 	esac
 	DAEMON_PID=$!
-	local deadline=$((SECONDS + 60))
-	until mountpoint -q "$MNT" && [ -e "$MNT/shard-000000.tar" ]; do
-		kill -0 "$DAEMON_PID" 2>/dev/null || die "$system exited during mount (see $OUT/$system.log)"
-		[ $SECONDS -lt $deadline ] || die "$system not mounted after 60s"
-		sleep 0.1
-	done
+	wait_for_shards "$MNT" "$DAEMON_PID" "$system" "$OUT/$system.log"
 }
 
 peak_rss_kb() { awk '/^VmHWM:/ {print $2}' "/proc/$DAEMON_PID/status"; }
 
 # cpu_seconds PID: user+system CPU the process has used so far.
 CLK_TCK=$(getconf CLK_TCK)
-cpu_seconds() { awk -v hz="$CLK_TCK" '{sub(/^.*\) /, ""); printf "%.2f", ($12 + $13) / hz}' "/proc/$1/stat"; }
+cpu_seconds() { awk -v hz="$CLK_TCK" '{sub(/^.*\) /, ""); printf "%.3f", ($12 + $13) / hz}' "/proc/$1/stat"; }
+since() { awk -v a="$1" -v b="$2" 'BEGIN {printf "%.3f", b - a}'; }
+
+# workload LABEL WORKLOAD CMD...: runs one bench command (its RESULT lines
+# to the results, with reader_cpu_s, its own CPU) and records a CPU line:
+# the CPU seconds the daemon (when one is mounted) and MinIO spent during it,
+# and the daemon's peak RSS.
+workload() {
+	local label=$1 wl=$2
+	shift 2
+	local d0=0 s0
+	[ -n "$DAEMON_PID" ] && d0=$(cpu_seconds "$DAEMON_PID")
+	s0=$(cpu_seconds "$MINIO_PID")
+	"$@" | tee -a "$RESULTS" >&2
+	local daemon=0 rss=0
+	if [ -n "$DAEMON_PID" ]; then
+		daemon=$(since "$d0" "$(cpu_seconds "$DAEMON_PID")")
+		rss=$(peak_rss_kb)
+	fi
+	record "CPU name=$label workload=$wl daemon_cpu_s=$daemon store_cpu_s=$(since "$s0" "$(cpu_seconds "$MINIO_PID")") vmhwm_kb=$rss"
+}
 
 unmount_fs() {
 	fusermount3 -u "$MNT" 2>/dev/null || fusermount3 -uz "$MNT"
@@ -160,9 +179,8 @@ measure() {
 	[ $# -gt 0 ] && shift && flags=("$@")
 	mount_fs "$system" "${flags[@]}"
 	drop_caches
-	"$SHARDFS" bench files "$MNT" --name "$label" --workload "$workload" --include 'shard-*' "${bench[@]}" | tee -a "$RESULTS" >&2
+	workload "$label" "$workload" "$SHARDFS" bench files "$MNT" --name "$label" --workload "$workload" --include 'shard-*' "${bench[@]}"
 	record "RSS name=$label workload=$workload vmhwm_kb=$(peak_rss_kb)"
-	record "CPU name=$label workload=$workload daemon_cpu_s=$(cpu_seconds "$DAEMON_PID")"
 	if [ "$system" = shardfs ]; then
 		record "STAT name=$label workload=$workload gets=$(stat_value store_gets_total) store_bytes=$(stat_value store_bytes_total) prefetch_waits=$(stat_value prefetch_waits_total) budget_waits=$(stat_value prefetch_budget_waits_total) budget_peak=$(stat_value prefetch_budget_peak_bytes) network_wait_s=$(stat_value read_network_wait_seconds_total)"
 	fi
@@ -175,15 +193,18 @@ for round in $(seq "$ROUNDS"); do
 	log "== $MODE: cold sequential, direct GET ceiling and shardfs, round $round of $ROUNDS"
 	for c in "${DIRECT_CONCURRENCY[@]}"; do
 		drop_caches
-		"$SHARDFS" bench direct "s3://$BUCKET" --name "direct-c$c" --workload seq --concurrency "$c" --include 'shard-*' | tee -a "$RESULTS" >&2
+		workload "direct-c$c" seq "$SHARDFS" bench direct "s3://$BUCKET" --name "direct-c$c" --workload seq --concurrency "$c" --include 'shard-*'
 	done
 	measure shardfs shardfs seq
+	rm -rf "$OUT/ring"
+	measure shardfs-ring shardfs seq -- --cache-dir "$OUT/ring"
 done
+rm -rf "$OUT/ring"
 log "== $MODE: direct GET, first byte and random reads"
 drop_caches
-"$SHARDFS" bench direct "s3://$BUCKET" --name direct --workload ttfb,random --include 'shard-*' | tee -a "$RESULTS" >&2
+workload direct ttfb,random "$SHARDFS" bench direct "s3://$BUCKET" --name direct --workload ttfb,random --include 'shard-*'
 drop_caches
-"$SHARDFS" bench direct "s3://$BUCKET" --name direct-1mib --workload ttfb --ttfb-size 1MiB --include 'shard-*' | tee -a "$RESULTS" >&2
+workload direct-1mib ttfb "$SHARDFS" bench direct "s3://$BUCKET" --name direct-1mib --workload ttfb --ttfb-size 1MiB --include 'shard-*'
 
 for system in shardfs s3fs rclone; do
 	log "== $MODE: $system"
@@ -203,14 +224,14 @@ measure shardfs-mb64 shardfs seq -- --max-background 64
 log "== $MODE: shardfs random 4 KiB reads over the $LARGE shard"
 mount_fs shardfs
 drop_caches
-"$SHARDFS" bench files "$MNT" --name shardfs-4k --workload random --random-size 4KiB --random-reads 200 --include 'large/*' | tee -a "$RESULTS" >&2
+workload shardfs-4k random "$SHARDFS" bench files "$MNT" --name shardfs-4k --workload random --random-size 4KiB --random-reads 200 --include 'large/*'
 record "STAT name=shardfs-4k workload=random reads=200 gets=$(stat_value store_gets_total) store_bytes=$(stat_value store_bytes_total)"
 unmount_fs
 
 log "== $MODE: shardfs RSS with 32 readers, --prefetch-memory 256MiB"
 mount_fs shardfs --prefetch-memory 256MiB
 drop_caches
-"$SHARDFS" bench files "$MNT" --name shardfs-32r --workload seq --readers 32 --range-size 32MiB | tee -a "$RESULTS" >&2
+workload shardfs-32r seq "$SHARDFS" bench files "$MNT" --name shardfs-32r --workload seq --readers 32 --range-size 32MiB
 record "RSS name=shardfs-32r workload=seq vmhwm_kb=$(peak_rss_kb) prefetch_memory_kb=262144"
 record "STAT name=shardfs-32r workload=seq budget_peak=$(stat_value prefetch_budget_peak_bytes) budget_waits=$(stat_value prefetch_budget_waits_total)"
 unmount_fs
@@ -234,7 +255,7 @@ import sys
 rows = []
 for line in open(sys.argv[1]):
     kind, *fields = line.split()
-    if kind in ("RESULT", "RSS", "STAT", "INFO"):
+    if kind in ("RESULT", "RSS", "STAT", "INFO", "CPU"):
         rows.append((kind, dict(f.split("=", 1) for f in fields)))
 
 def get(kind, name, workload, key):
@@ -289,7 +310,7 @@ print(f"| peak daemon RSS (MiB) | - | " + " | ".join(fmt(rss[s]) for s in system
       + f" | - | {ratio(rss['shardfs'], rss['s3fs'])} | {ratio(rss['shardfs'], rss['rclone'])} |")
 
 print(f"\ncold seq, direct and shardfs rows: medians of {len(rounds('shardfs'))} interleaved rounds (MB/s): " + "; ".join(
-    f"{n}: " + ", ".join(f"{v:,.1f}" for v in rounds(n)) for n in direct_names + ["shardfs"]))
+    f"{n}: " + ", ".join(f"{v:,.1f}" for v in rounds(n)) for n in direct_names + ["shardfs", "shardfs-ring"]))
 print(f"direct TTFB of a 1 MiB GET: {fmt(get('RESULT', 'direct-1mib', 'ttfb', 'ttfb_ms'))} ms")
 print("\nshardfs kernel knobs, cold seq (MB/s; the defaults, read-ahead-kb 4096 and max-background 64, are the main row): " + ", ".join(
     f"{n.removeprefix('shardfs-')}: {fmt(get('RESULT', n, 'seq', 'mbps'))}"
@@ -309,6 +330,34 @@ print(f"next shard: after reading shard 0 to the end ({get('STAT', 'shardfs-next
       f"opening shard 1 and reading 4 KiB cost {nx['open-shard1'] - nx['after-shard0']:.0f} GETs; "
       f"prefetch_next_found_total {fd['after-shard0']:.0f} -> {fd['open-shard1']:.0f} on open -> {fd['read-shard1']:.0f} after reading shard 1; "
       f"reading all of shard 1 cost {nx['read-shard1'] - nx['open-shard1']:.0f} more GETs")
+print("\nCPU-seconds per GB read of the daemon, the store (MinIO) and the readers (the bench process), and the daemon's peak RSS, every run:\n")
+print("| run | workload | GB read | MB/s | daemon CPU-s/GB | store CPU-s/GB | reader CPU-s/GB | peak daemon RSS (MiB) |")
+print("|---|---|---|---|---|---|---|---|")
+results = [r for k, r in rows if k == "RESULT"]
+cpus = [r for k, r in rows if k == "CPU"]
+for c in cpus:
+    # the RESULT lines of one command come right before its CPU line; a
+    # command with two workloads shares its CPU line between them
+    res = [r for r in results if r["name"] == c["name"] and r["workload"] in c["workload"].split(",")]
+    if not res:
+        continue
+    r = res[0]
+    results.remove(r)
+    if len(res) > 1:
+        for extra in res[1:]:
+            results.remove(extra)
+    rs = [r] + res[1:]
+    nbytes = sum(float(x.get("bytes", 0)) * (float(x["opens"]) if "opens" in x else 1) if "reads" not in x
+                 else float(x["reads"]) * float(x["size"]) for x in rs)
+    gb = nbytes / 1e9
+    reader = sum(float(x.get("reader_cpu_s", 0)) for x in rs)
+    def pg(v):
+        return "-" if gb == 0 else f"{v / gb:.2f}"
+    mbps = "/".join(x["mbps"] for x in rs if "mbps" in x) or "-"
+    daemon = float(c["daemon_cpu_s"])
+    rss = float(c["vmhwm_kb"]) / 1024
+    print(f"| {c['name']} | {c['workload']} | {gb:.3f} | {mbps} | {pg(daemon) if daemon else '-'} | {pg(float(c['store_cpu_s']))} | "
+          f"{pg(reader)} | {f'{rss:,.0f}' if rss else '-'} |")
 print("\nshardfs read-path counters per workload:")
 for k, r in rows:
     if k == "STAT" and r["name"] in ("shardfs",):

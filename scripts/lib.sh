@@ -59,6 +59,18 @@ rclone_s3() {
 		rclone "$@"
 }
 
+# wait_for_shards DIR PID NAME LOG: waits until the daemon PID has DIR
+# mounted and shard-000000.tar shows; dies naming LOG if PID exits, or
+# after 60 s.
+wait_for_shards() {
+	local deadline=$((SECONDS + 60))
+	until mountpoint -q "$1" && [ -e "$1/shard-000000.tar" ]; do
+		kill -0 "$2" 2>/dev/null || die "$3 exited during mount (see $4)"
+		[ $SECONDS -lt $deadline ] || die "$3 not mounted after 60s"
+		sleep 0.1
+	done
+}
+
 # is_mounted DIR: whether DIR is a mount point in this namespace.
 is_mounted() { grep -qF " $1 " /proc/self/mountinfo; }
 

@@ -90,6 +90,11 @@ func runMount(parent context.Context, logOut io.Writer, cfg mountConfig, source,
 
 	ctx, stop := signal.NotifyContext(parent, syscall.SIGINT, syscall.SIGTERM)
 	defer stop()
+	stopProfiles, err := startProfiles(log)
+	if err != nil {
+		return err
+	}
+	defer stopProfiles()
 
 	mountpoint, err := checkMountpoint(dir)
 	if err != nil {

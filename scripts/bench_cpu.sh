@@ -1,0 +1,160 @@
+#!/usr/bin/env bash
+# CPU per gigabyte of the cold sequential read: the direct ranged-GET client
+# (no FUSE) against shardfs with the ring on (--cache-dir) and off, one
+# MinIO on loopback, interleaved rounds.
+#
+#   scripts/bench_cpu.sh [--rounds N] [--shards N] [--shard-size SIZE] [--out DIR] [--profile]
+#                        [--compare BIN] [-- MOUNT_FLAGS...]
+#
+# Every round drops the page cache and mounts afresh with an empty ring.
+# Each row records MB/s, CPU-seconds per GB of the daemon, of MinIO and of
+# the readers (the bench process), and the daemon's peak RSS. --profile
+# writes the daemon's CPU and allocation profiles of the last ring-on round
+# to OUT/cpu.pprof and OUT/allocs.pprof (go tool pprof). --compare adds a
+# ring-on row of another shardfs binary (shardfs-ring-compare) to every
+# round, interleaved with the others. Needs root.
+# Results: RESULT/ROW lines in OUT/results.txt and the table in OUT/table.md
+# (OUT defaults to .work/bench-cpu). SHARDFS_BIN picks the binary.
+set -euo pipefail
+# shellcheck source=scripts/lib.sh
+source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
+
+ROUNDS=3 SHARDS=40 SHARD_SIZE=48MiB OUT= PROFILE=0 READERS=4 COMPARE=
+BUCKET=benchcpu
+while [ $# -gt 0 ]; do
+	case $1 in
+	--rounds) ROUNDS=$2; shift ;;
+	--shards) SHARDS=$2; shift ;;
+	--shard-size) SHARD_SIZE=$2; shift ;;
+	--out) OUT=$2; shift ;;
+	--profile) PROFILE=1 ;;
+	--compare) COMPARE=$2; shift ;;
+	--) shift; break ;;
+	-h | --help) sed -n '2,17p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+	*) die "unknown argument $1 (see --help)" ;;
+	esac
+	shift
+done
+EXTRA_FLAGS=("$@")
+[ "$(id -u)" -eq 0 ] || die "run as root: the benchmark drops the page cache and mounts"
+OUT=${OUT:-$WORK_DIR/bench-cpu}
+mkdir -p "$OUT"
+OUT=$(cd "$OUT" && pwd)
+RESULTS=$OUT/results.txt
+: >"$RESULTS"
+MNT=$OUT/mnt CACHE=$OUT/cache
+mkdir -p "$MNT"
+SHARDFS=${SHARDFS_BIN:-$SHARDFS_ROOT/bin/shardfs}
+if [ -z "${SHARDFS_BIN:-}" ]; then
+	(cd "$SHARDFS_ROOT" && go build -o bin/shardfs ./cmd/shardfs)
+fi
+
+DAEMON_PID=
+export SHARDFS_MINIO_STATE=$WORK_DIR/bench-cpu-minio.env
+cleanup() {
+	set +e
+	mountpoint -q "$MNT" && fusermount3 -uz "$MNT"
+	[ -n "$DAEMON_PID" ] && kill "$DAEMON_PID" 2>/dev/null
+	"$SHARDFS_ROOT/scripts/minio.sh" stop 2>/dev/null
+}
+trap cleanup EXIT
+
+samples=$(( $("$SYS_PYTHON" -c "import sys; sys.path.insert(0, '$SHARDFS_ROOT/scripts'); import gen_shards; print(gen_shards.parse_size('$SHARD_SIZE'))") >> 20 ))
+DATA=$WORK_DIR/bench-data-$SHARDS-$SHARD_SIZE
+if [ ! -f "$DATA/.done" ]; then
+	log "generating $SHARDS x $SHARD_SIZE shards in $DATA"
+	rm -rf "$DATA"
+	"$SYS_PYTHON" "$SHARDFS_ROOT/scripts/gen_shards.py" "$DATA" "$SHARDS" "$samples" 1020K
+	touch "$DATA/.done"
+fi
+eval "$("$SHARDFS_ROOT/scripts/minio.sh" start)"
+# shellcheck disable=SC1090
+MINIO_PID=$(source "$SHARDFS_MINIO_STATE" && echo "$MINIO_PID")
+"$SHARDFS_ROOT/scripts/upload.sh" "$DATA" "s3://$BUCKET" 2>&1 | tail -1 >&2
+
+CLK_TCK=$(getconf CLK_TCK)
+cpu_seconds() { awk -v hz="$CLK_TCK" '{sub(/^.*\) /, ""); printf "%.3f", ($12 + $13) / hz}' "/proc/$1/stat"; }
+drop_caches() { sync; echo 3 >/proc/sys/vm/drop_caches; }
+record() { printf '%s\n' "$*" | tee -a "$RESULTS" >&2; }
+
+# row LABEL RESULT_LINE DAEMON_CPU RSS_KB STORE_CPU: one ROW line.
+row() {
+	local label=$1 line=$2 daemon=$3 rss=$4 store=$5
+	local bytes mbps reader
+	bytes=$(sed -n 's/.* bytes=\([0-9]*\).*/\1/p' <<<"$line")
+	mbps=$(sed -n 's/.* mbps=\([0-9.]*\).*/\1/p' <<<"$line")
+	reader=$(sed -n 's/.* reader_cpu_s=\([0-9.]*\).*/\1/p' <<<"$line")
+	record "ROW name=$label bytes=$bytes mbps=$mbps daemon_cpu_s=$daemon store_cpu_s=$store reader_cpu_s=$reader vmhwm_kb=$rss"
+}
+
+run_direct() {
+	drop_caches
+	local s0 line
+	s0=$(cpu_seconds "$MINIO_PID")
+	line=$("$SHARDFS" bench direct "s3://$BUCKET" --name direct-c16 --workload seq --concurrency 16 --include 'shard-*' | tee -a "$RESULTS")
+	row direct-c16 "$line" 0 0 "$(awk -v a="$s0" -v b="$(cpu_seconds "$MINIO_PID")" 'BEGIN{printf "%.3f", b-a}')"
+}
+
+# run_shardfs BIN LABEL PROFILE FLAGS...
+run_shardfs() {
+	local bin=$1 label=$2 prof=$3
+	shift 3
+	rm -rf "$CACHE"
+	local envs=()
+	[ "$prof" = 1 ] && envs=(SHARDFS_CPUPROFILE="$OUT/cpu.pprof" SHARDFS_MEMPROFILE="$OUT/allocs.pprof")
+	env "${envs[@]}" "$bin" mount "s3://$BUCKET" "$MNT" --foreground --log-level warn "$@" "${EXTRA_FLAGS[@]}" >>"$OUT/shardfs.log" 2>&1 &
+	DAEMON_PID=$!
+	wait_for_shards "$MNT" "$DAEMON_PID" shardfs "$OUT/shardfs.log"
+	drop_caches
+	local d0 s0 line daemon store rss
+	d0=$(cpu_seconds "$DAEMON_PID") s0=$(cpu_seconds "$MINIO_PID")
+	line=$("$SHARDFS" bench files "$MNT" --name "$label" --workload seq --readers "$READERS" --include 'shard-*' | tee -a "$RESULTS")
+	daemon=$(awk -v a="$d0" -v b="$(cpu_seconds "$DAEMON_PID")" 'BEGIN{printf "%.3f", b-a}')
+	store=$(awk -v a="$s0" -v b="$(cpu_seconds "$MINIO_PID")" 'BEGIN{printf "%.3f", b-a}')
+	rss=$(awk '/^VmHWM:/ {print $2}' "/proc/$DAEMON_PID/status")
+	fusermount3 -u "$MNT" 2>/dev/null || fusermount3 -uz "$MNT"
+	wait "$DAEMON_PID" 2>/dev/null || true
+	DAEMON_PID=
+	row "$label" "$line" "$daemon" "$rss" "$store"
+}
+
+load_before=$(cut -d" " -f1-3 /proc/loadavg | tr " " /)
+for round in $(seq "$ROUNDS"); do
+	log "== round $round of $ROUNDS"
+	run_direct
+	last=0
+	[ "$PROFILE" = 1 ] && [ "$round" = "$ROUNDS" ] && last=1
+	run_shardfs "$SHARDFS" shardfs-ring "$last" --cache-dir "$CACHE" --cache-size 4GiB
+	[ -z "$COMPARE" ] || run_shardfs "$COMPARE" shardfs-ring-compare 0 --cache-dir "$CACHE" --cache-size 4GiB
+	run_shardfs "$SHARDFS" shardfs-noring 0
+done
+record "INFO rounds=$ROUNDS shards=$SHARDS shard_size=$SHARD_SIZE readers=$READERS load_before=$load_before load_after=$(cut -d" " -f1-3 /proc/loadavg | tr " " /) flags=${EXTRA_FLAGS[*]:-none}"
+"$SYS_PYTHON" - "$RESULTS" <<'PY' | tee "$OUT/table.md"
+import sys
+rows, info = [], {}
+for line in open(sys.argv[1]):
+    kind, *fields = line.split()
+    if kind == "ROW":
+        rows.append(dict(f.split("=", 1) for f in fields))
+    elif kind == "INFO":
+        info = dict(f.split("=", 1) for f in fields)
+names = list(dict.fromkeys(r["name"] for r in rows))
+def med(vs):
+    vs = sorted(vs)
+    return vs[len(vs) // 2] if len(vs) % 2 else (vs[len(vs) // 2 - 1] + vs[len(vs) // 2]) / 2
+def col(n, f):
+    return [f(r) for r in rows if r["name"] == n]
+def per_gb(key):
+    return lambda r: float(r[key]) / (float(r["bytes"]) / 1e9)
+print(f"{info['rounds']} interleaved rounds, {info['shards']} x {info['shard_size']} shards, {info['readers']} readers of 1 MiB read()s; "
+      f"load average before/after {info['load_before']} / {info['load_after']}; extra flags: {info['flags']}\n")
+print("| row | MB/s median (range) | daemon CPU-s/GB | store CPU-s/GB | reader CPU-s/GB | peak daemon RSS MiB |")
+print("|---|---|---|---|---|---|")
+for n in names:
+    cells = []
+    for f in (lambda r: float(r["mbps"]), per_gb("daemon_cpu_s"), per_gb("store_cpu_s"), per_gb("reader_cpu_s"),
+              lambda r: float(r["vmhwm_kb"]) / 1024):
+        vs = col(n, f)
+        cells.append(f"{med(vs):,.2f} ({min(vs):,.2f}-{max(vs):,.2f})")
+    print(f"| {n} | " + " | ".join(cells) + " |")
+PY

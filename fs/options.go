@@ -37,6 +37,10 @@ type Options struct {
 	// Stats renders /.shardfs/stats; nil serves "{}".
 	Stats func() ([]byte, error)
 
+	// Index renders /.shardfs/index/PATH, the member index of a shard;
+	// nil: the index directory is empty.
+	Index MemberIndex
+
 	// MountPoint lets hints name files by absolute path.
 	MountPoint string
 

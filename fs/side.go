@@ -37,6 +37,8 @@ func (r *Root) addSideDir(ctx context.Context) {
 		child := dir.NewPersistentInode(ctx, f.node, gofs.StableAttr{Mode: syscall.S_IFREG, Ino: f.ino})
 		dir.AddChild(f.name, child, false)
 	}
+	index := dir.NewPersistentInode(ctx, &indexDir{m: m}, gofs.StableAttr{Mode: syscall.S_IFDIR, Ino: 6})
+	dir.AddChild(sideIndex, index, false)
 }
 
 // sideDir is /.shardfs: its children are the persistent side files, so

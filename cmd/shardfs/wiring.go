@@ -15,6 +15,7 @@ import (
 	"github.com/shardfs/shardfs/metrics"
 	"github.com/shardfs/shardfs/prefetch"
 	"github.com/shardfs/shardfs/store"
+	"github.com/shardfs/shardfs/tarindex"
 )
 
 // mountWiring holds everything one mount built, in the order it must be
@@ -89,6 +90,7 @@ func newMountWiring(ctx context.Context, cfg mountConfig, source, mountpoint str
 		GDS:         gdsServer,
 		ObserveRead: m.metrics.ObserveRead,
 		Stats:       m.metrics.JSON,
+		Index:       tarindex.New(m.backend.retry).JSONLines,
 		Store:       m.backend.retry,
 		Objects:     m.backend.objects,
 		ReadPath:    readPath{m.prefetch},

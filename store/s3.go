@@ -165,6 +165,7 @@ func (s *S3) ReadRange(ctx context.Context, obj Object, off int64, p []byte) (in
 		}
 		return 0, io.EOF
 	}
+	parent := ctx
 	ctx, cancel := context.WithCancelCause(ctx)
 	defer cancel(nil)
 	// The stall timer is armed before the request: a server that accepts
@@ -178,8 +179,14 @@ func (s *S3) ReadRange(ctx context.Context, obj Object, off int64, p []byte) (in
 		IfMatch: aws.String(obj.ETag),
 	})
 	if err != nil {
-		if cause := context.Cause(ctx); errors.Is(cause, errStalled) {
-			err = fmt.Errorf("no response in %s: %w", s.stall, cause)
+		switch {
+		case errors.Is(context.Cause(ctx), errStalled):
+			err = fmt.Errorf("no response in %s: %w", s.stall, errStalled)
+		case parent.Err() == nil && isContextError(err):
+			// The transport's header timeout (the same length) fired
+			// before the stall timer: a stall too, not the caller's
+			// deadline, so it is retried.
+			err = fmt.Errorf("no response in %s: %w (%v)", s.stall, errStalled, err)
 		}
 		return 0, s.wrap("read "+obj.Key, err)
 	}

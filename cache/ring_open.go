@@ -109,7 +109,7 @@ func chooseGeometry(file *ringFile, cfg Config, log *slog.Logger) (geometry, err
 		return geometry{}, fmt.Errorf("cache dir %s: its filesystem has %s free, too little for a ring cache; free some space or give --cache-dir elsewhere",
 			cfg.Dir, humanize.IBytes(uint64(fs.Bavail)*uint64(fs.Bsize)))
 	}
-	log.Warn("cache ring made smaller than the default to fit its filesystem; --cache-size sets it", "dir", cfg.Dir,
+	log.Warn("cache ring made smaller than the default to fit its filesystem; --cache-size sets it", "effect", "a smaller ring", "dir", cfg.Dir,
 		"size", humanize.IBytes(uint64(fit.fileSize())), "default", humanize.IBytes(uint64(want.fileSize())),
 		"free", humanize.IBytes(uint64(fs.Bavail)*uint64(fs.Bsize)))
 	return fit, nil

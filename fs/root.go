@@ -64,7 +64,7 @@ func New(opts Options) (*Root, error) {
 func (m *mountState) build(objs []store.Object) *tree {
 	t, skipped := buildTree(objs)
 	for _, s := range skipped {
-		m.opts.Log.Warn("key not shown in the mount", "key", s.Key, "reason", s.Reason)
+		m.opts.Log.Warn("key not shown in the mount", "effect", "key hidden", "key", s.Key, "reason", s.Reason)
 	}
 	return t
 }

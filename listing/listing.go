@@ -123,7 +123,7 @@ func (l *Listing) persist() {
 	objs, at := l.objs, l.listedAt
 	l.mu.Unlock()
 	if err := save(l.cfg.Dir, l.cfg.Key, objs, at); err != nil {
-		l.log.Warn("cannot persist the listing; the next mount will list again", "err", err)
+		l.log.Warn("cannot persist the listing; the next mount will list again", "effect", "listing not persisted", "err", err)
 	}
 }
 

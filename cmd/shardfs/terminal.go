@@ -23,15 +23,22 @@ import (
 // listing with thousands of unshowable keys says so in a few lines.
 const maxTerminalWarnings = 10
 
-// terminalWarnings is a slog.Handler that also sends each warning logged
-// before the mount is ready to the ready pipe, as one line.
+// EffectKey marks a warning that changes what the mount does (a smaller
+// ring, a key not shown): its value says how. Such warnings logged before a
+// daemonized mount is ready are printed on the terminal too; others (a GET
+// being retried) stay in the log. Packages use the literal "effect".
+const EffectKey = "effect"
+
+// terminalWarnings is a slog.Handler that also sends each warning with an
+// EffectKey attribute, logged before the mount is ready, to the ready pipe,
+// as one line.
 type terminalWarnings struct {
 	slog.Handler
 	ready *readyReporter
 }
 
 func (h terminalWarnings) Handle(ctx context.Context, r slog.Record) error {
-	if r.Level >= slog.LevelWarn {
+	if r.Level >= slog.LevelWarn && hasEffect(r) {
 		var line strings.Builder
 		line.WriteString(r.Message)
 		r.Attrs(func(a slog.Attr) bool {
@@ -41,6 +48,15 @@ func (h terminalWarnings) Handle(ctx context.Context, r slog.Record) error {
 		h.ready.warn(line.String())
 	}
 	return h.Handler.Handle(ctx, r)
+}
+
+func hasEffect(r slog.Record) bool {
+	found := false
+	r.Attrs(func(a slog.Attr) bool {
+		found = a.Key == EffectKey
+		return !found
+	})
+	return found
 }
 
 func (h terminalWarnings) WithAttrs(as []slog.Attr) slog.Handler {

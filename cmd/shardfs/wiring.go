@@ -59,7 +59,7 @@ func newMountWiring(ctx context.Context, cfg mountConfig, source, mountpoint str
 	if dir := cfg.Cache.Dir; dir != "" {
 		remove, err := writeCacheOwner(dir, cacheOwner{Source: m.backend.retry.String(), MountPoint: mountpoint, PID: os.Getpid()})
 		if err != nil {
-			log.Warn("cache dir: cannot record the owning mount; shardfs warm will not find it", "err", err)
+			log.Warn("cache dir: cannot record the owning mount; shardfs warm will not find it", EffectKey, "warm cannot go through this mount", "err", err)
 		} else {
 			m.closers = append(m.closers, remove)
 		}

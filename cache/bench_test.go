@@ -25,7 +25,7 @@ func benchRing(b *testing.B) (*Cache, store.Object) {
 	return c, obj
 }
 
-func BenchmarkPutRange8MiB(b *testing.B) {
+func BenchmarkPut8MiB(b *testing.B) {
 	c, err := Open(context.Background(), Config{Dir: b.TempDir(), Size: 256 << 20, BlockSize: benchBlock}, nil)
 	if err != nil {
 		b.Fatal(err)

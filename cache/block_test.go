@@ -33,10 +33,10 @@ func TestBlockServesWholeVerifiedBlocks(t *testing.T) {
 	}
 }
 
-// TestPutAheadGoesToTheRingOnly: read-ahead handed to the cache is written
+// TestReadAheadGoesToTheRingOnly: read-ahead handed to the cache is written
 // to the ring and not copied into RAM; with no ring it is not kept at all,
-// while PutRange still fills RAM.
-func TestPutAheadGoesToTheRingOnly(t *testing.T) {
+// while a put ForRandomRead still fills RAM.
+func TestReadAheadGoesToTheRingOnly(t *testing.T) {
 	o := newTestObject("ahead.tar", 4*testBlock)
 	withRing := ringConfig(t.TempDir(), 32)
 	withRing.MemorySize = 1 << 20

@@ -95,7 +95,7 @@ func TestOneShotReadsFillFreeRAMAndEvictNothing(t *testing.T) {
 	shifted := make([]byte, len(o.data)+1)[1:] // the bounce-buffer way too
 	for _, dst := range [][]byte{p, shifted} {
 		if n, ok := c.ReadAt(o.obj, dst, 0, ForOneShot); !ok || n != len(o.data) || !bytes.Equal(dst, o.data) {
-			t.Fatalf("ReadAtPromoting = %d, %v, or wrong bytes", n, ok)
+			t.Fatalf("ReadAt ForOneShot = %d, %v, or wrong bytes", n, ok)
 		}
 	}
 	if n := inRAM(); n != 2 {

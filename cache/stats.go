@@ -14,7 +14,7 @@ type Stats struct {
 	RingMisses       uint64
 	RingBytesServed  uint64
 	RingBytesRead    uint64 // bytes read from the ring's disk: whole blocks, whatever the caller wanted of them
-	Puts             uint64 // whole blocks handed to PutRange
+	Puts             uint64 // whole blocks handed to Put
 	RingWrites       uint64 // blocks written into ring slots
 	Evictions        uint64 // valid ring blocks overwritten by the write head
 	ChecksumFailures uint64 // ring blocks dropped because their CRC32C did not match

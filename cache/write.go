@@ -4,11 +4,11 @@ import (
 	"github.com/shardfs/shardfs/store"
 )
 
-// pendingBlock is one block of a PutRange on its way to the tiers.
+// pendingBlock is one block of a Put on its way to the tiers.
 type pendingBlock struct {
 	key   blockKey
 	index int64
-	data  []byte // aligned, padded to alignment; the cache's, or PutAhead's caller's until put returns
+	data  []byte // aligned, padded to alignment; the cache's, or (ForReadAhead) the caller's until put returns
 	size  int64  // the block's real length
 }
 

@@ -4,7 +4,8 @@
 # that sleeps a fixed compute time per batch; AU = compute time / wall time
 # of the measured steps (scripts/au_accelerators.py). Passing is AU >= 90%.
 #
-#   sudo bash scripts/au_bench.sh [--counts "1 2 3 4 6 8 10 12"] [--rounds 1] [--workloads "resnet50 unet3d"] [--out DIR]
+#   sudo bash scripts/au_bench.sh [--counts "1 2 3 4 6 8 10 12"] [--rounds 1] [--out DIR]
+#                                 [--workloads "resnet50 unet3d"] [--systems "local shardfs-warm ..."]
 #
 # Two workloads: resnet50 (tar shards of 100 KiB samples, streamed) and
 # unet3d (8 MiB samples, one per file, read whole in shuffled order). The
@@ -17,7 +18,8 @@
 #   s3fs, rclone  Debian's s3fs and `rclone mount --vfs-cache-mode off`
 # Every run mounts afresh and drops the page cache first. Results:
 # OUT/results.jsonl (one line per run, with the CPU seconds of the daemon,
-# MinIO and Toxiproxy), OUT/table.md and OUT/au.png (python3-matplotlib).
+# MinIO and Toxiproxy), shardfs's stats after each of its runs, OUT/table.md
+# and OUT/au.png (python3-matplotlib).
 # It holds /tmp/shardfs-bench.lock while it runs. Needs root.
 set -euo pipefail
 # shellcheck source=scripts/lib.sh
@@ -29,13 +31,15 @@ if [ -z "${AU_BENCH_LOCKED:-}" ]; then # one benchmark at a time on the box
 fi
 
 COUNTS="1 2 3 4 6 8 10 12" OUT=$WORK_DIR/au-bench ROUNDS=1 WORKLOADS="resnet50 unet3d"
+SYSTEMS=(local shardfs-warm shardfs-cold s3fs rclone)
 while [ $# -gt 0 ]; do
 	case $1 in
+	--systems) read -r -a SYSTEMS <<<"$2"; shift ;;
 	--counts) COUNTS=$2; shift ;;
 	--workloads) WORKLOADS=$2; shift ;;
 	--rounds) ROUNDS=$2; shift ;;
 	--out) OUT=$2; shift ;;
-	-h | --help) sed -n '2,21p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+	-h | --help) sed -n '2,23p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
 	*) die "unknown argument $1 (see --help)" ;;
 	esac
 	shift
@@ -46,7 +50,6 @@ max_count=$(printf '%s\n' $COUNTS | sort -n | tail -1)
 # The two workloads. Per accelerator: resnet50 needs 32 x 102.5 KB every
 # 0.1 s (33 MB/s), unet3d 8 MiB every 0.25 s (34 MB/s); two DataLoader
 # workers each. Measured steps take 3 s when the data keeps up.
-SYSTEMS=(local shardfs-warm shardfs-cold s3fs rclone)
 declare -A BATCH=([resnet50]=32 [unet3d]=1)
 declare -A COMPUTE=([resnet50]=0.1 [unet3d]=0.25)
 declare -A STEPS=([resnet50]=30 [unet3d]=12)
@@ -113,6 +116,7 @@ log "toxiproxy at $ENDPOINT: $LATENCY_MS ms latency, $((RATE_KBPS / 1000)) MB/s 
 # The ring is keyed by SOURCE: each workload's prefix is warmed as it is mounted.
 rm -rf "$CACHE"
 for workload in $WORKLOADS; do
+	[[ " ${SYSTEMS[*]} " == *" shardfs-warm "* ]] || break
 	log "warming the ring cache: shardfs warm s3://$BUCKET/$workload"
 	"$SHARDFS" warm "s3://$BUCKET/$workload" --cache-dir "$CACHE" --cache-size "$CACHE_SIZE" >>"$OUT/warm.log" 2>&1
 done
@@ -188,6 +192,7 @@ run_one() {
 		--max-seconds 20 | sed -n 's/^RESULT //p') || true
 	local daemon1=0
 	[ -z "$DAEMON_PID" ] || daemon1=$(cpu_s "$DAEMON_PID")
+	case $system in shardfs-*) "$SHARDFS" stats "$MNT" >"$OUT/stats-$round-$workload-$system-$n.txt" 2>&1 || true ;; esac
 	local extra
 	extra=$(printf '{"round": %d, "system": "%s", "daemon_cpu_s": %s, "minio_cpu_s": %s, "toxiproxy_cpu_s": %s, "load": "%s"}' \
 		"$round" "$system" "$(minus "$daemon1" "$daemon0")" "$(minus "$(cpu_s "$MINIO_PID")" "$minio0")" \

@@ -101,15 +101,8 @@ MINIO_URL=$SHARDFS_ENDPOINT_URL
 MINIO_PID=$(source "$SHARDFS_MINIO_STATE" && echo "$MINIO_PID")
 scripts/upload.sh "$DATA" "s3://$BUCKET" 2>&1 | tail -1 >&2
 
-api=$(free_port) proxy=$(free_port)
-"$TOOLS_BIN/toxiproxy-server" -host 127.0.0.1 -port "$api" >"$OUT/toxiproxy.log" 2>&1 &
-TOXI_PID=$!
-for _ in $(seq 50); do curl -fsS "http://127.0.0.1:$api/version" >/dev/null 2>&1 && break; sleep 0.1; done
-toxi() { curl -fsS -X POST -H 'Content-Type: application/json' "http://127.0.0.1:$api$1" -d "$2" >/dev/null; }
-toxi /proxies "{\"name\":\"s3\",\"listen\":\"127.0.0.1:$proxy\",\"upstream\":\"${MINIO_URL#http://}\"}"
-toxi /proxies/s3/toxics "{\"name\":\"latency\",\"type\":\"latency\",\"stream\":\"downstream\",\"attributes\":{\"latency\":$LATENCY_MS}}"
-toxi /proxies/s3/toxics "{\"name\":\"bandwidth\",\"type\":\"bandwidth\",\"stream\":\"downstream\",\"attributes\":{\"rate\":$RATE_KBPS}}"
-ENDPOINT=http://127.0.0.1:$proxy
+start_toxiproxy "$MINIO_URL" "$OUT/toxiproxy.log" "$LATENCY_MS" "$RATE_KBPS"
+ENDPOINT=$TOXI_URL
 export SHARDFS_ENDPOINT_URL=$ENDPOINT
 log "toxiproxy at $ENDPOINT: $LATENCY_MS ms latency, $((RATE_KBPS / 1000)) MB/s per connection"
 
@@ -148,18 +141,9 @@ mount_fs() {
 	shardfs-cold)
 		"$SHARDFS" mount "s3://$BUCKET/$workload" "$MNT" --foreground --log-level warn >>"$OUT/shardfs.log" 2>&1 &
 		;;
-	s3fs)
-		env -u AWS_CA_BUNDLE s3fs "$BUCKET:/$workload" "$MNT" -f \
-			-o ro,url="$ENDPOINT",use_path_request_style,passwd_file="$PASSWD" >>"$OUT/s3fs.log" 2>&1 &
-		;;
-	rclone)
-		env -u AWS_CA_BUNDLE RCLONE_CONFIG=/dev/null rclone mount ":s3:$BUCKET/$workload" "$MNT" \
-			--s3-provider Minio --s3-endpoint "$ENDPOINT" --s3-region "$AWS_REGION" \
-			--s3-access-key-id "$AWS_ACCESS_KEY_ID" --s3-secret-access-key "$AWS_SECRET_ACCESS_KEY" \
-			--read-only --vfs-cache-mode off >>"$OUT/rclone.log" 2>&1 &
-		;;
+	s3fs | rclone) mount_peer "$system" "$BUCKET/$workload" "$MNT" "$ENDPOINT" "$PASSWD" "$OUT/$system.log" ;;
 	esac
-	DAEMON_PID=$!
+	case $system in shardfs-*) DAEMON_PID=$! ;; esac
 	local deadline=$((SECONDS + 60))
 	until is_mounted "$MNT" && [ -n "$(ls "$MNT" 2>/dev/null)" ]; do
 		kill -0 "$DAEMON_PID" 2>/dev/null || die "$system exited during mount (see $OUT/${system%-*}.log)"
@@ -168,15 +152,7 @@ mount_fs() {
 	done
 }
 
-unmount_fs() {
-	[ -n "$DAEMON_PID" ] || return 0
-	fusermount3 -u "$MNT" 2>/dev/null || fusermount3 -uz "$MNT"
-	local deadline=$((SECONDS + 30))
-	while kill -0 "$DAEMON_PID" 2>/dev/null && [ $SECONDS -lt $deadline ]; do sleep 0.1; done
-	kill -0 "$DAEMON_PID" 2>/dev/null && kill "$DAEMON_PID"
-	wait "$DAEMON_PID" 2>/dev/null || true
-	DAEMON_PID=
-}
+unmount_fs() { [ -z "$DAEMON_PID" ] || stop_daemon "$MNT"; }
 
 # run_one ROUND WORKLOAD SYSTEM COUNT: one measurement, one line of results.
 run_one() {

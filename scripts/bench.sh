@@ -84,15 +84,8 @@ MINIO_PID=$(source "$SHARDFS_MINIO_STATE" && echo "$MINIO_PID")
 
 ENDPOINT=$MINIO_URL
 if [ $REMOTE -eq 1 ]; then
-	api=$(free_port) proxy=$(free_port)
-	"$TOOLS_BIN/toxiproxy-server" -host 127.0.0.1 -port "$api" >"$OUT/toxiproxy.log" 2>&1 &
-	TOXI_PID=$!
-	for _ in $(seq 50); do curl -fsS "http://127.0.0.1:$api/version" >/dev/null 2>&1 && break; sleep 0.1; done
-	toxi() { curl -fsS -X POST -H 'Content-Type: application/json' "http://127.0.0.1:$api$1" -d "$2" >/dev/null; }
-	toxi /proxies "{\"name\":\"s3\",\"listen\":\"127.0.0.1:$proxy\",\"upstream\":\"${MINIO_URL#http://}\"}"
-	toxi /proxies/s3/toxics "{\"name\":\"latency\",\"type\":\"latency\",\"stream\":\"downstream\",\"attributes\":{\"latency\":$LATENCY_MS}}"
-	toxi /proxies/s3/toxics "{\"name\":\"bandwidth\",\"type\":\"bandwidth\",\"stream\":\"downstream\",\"attributes\":{\"rate\":$RATE_KBPS}}"
-	ENDPOINT=http://127.0.0.1:$proxy
+	start_toxiproxy "$MINIO_URL" "$OUT/toxiproxy.log" "$LATENCY_MS" "$RATE_KBPS"
+	ENDPOINT=$TOXI_URL
 	log "toxiproxy at $ENDPOINT: ${LATENCY_MS} ms latency, ${RATE_KBPS} KB/s per connection"
 fi
 export SHARDFS_ENDPOINT_URL=$ENDPOINT
@@ -111,18 +104,10 @@ mount_fs() { # mount_fs SYSTEM [shardfs flags...]
 	case $system in
 	shardfs)
 		"$SHARDFS" mount "s3://$BUCKET" "$MNT" --foreground --log-level warn "$@" >>"$OUT/shardfs.log" 2>&1 &
+		DAEMON_PID=$!
 		;;
-	s3fs)
-		env -u AWS_CA_BUNDLE s3fs "$BUCKET" "$MNT" -f -o ro,url="$ENDPOINT",use_path_request_style,passwd_file="$PASSWD" >>"$OUT/s3fs.log" 2>&1 &
-		;;
-	rclone)
-		env -u AWS_CA_BUNDLE RCLONE_CONFIG=/dev/null rclone mount ":s3:$BUCKET" "$MNT" \
-			--s3-provider Minio --s3-endpoint "$ENDPOINT" --s3-region "$AWS_REGION" \
-			--s3-access-key-id "$AWS_ACCESS_KEY_ID" --s3-secret-access-key "$AWS_SECRET_ACCESS_KEY" \
-			--read-only --vfs-cache-mode off >>"$OUT/rclone.log" 2>&1 &
-		;;
+	s3fs | rclone) mount_peer "$system" "$BUCKET" "$MNT" "$ENDPOINT" "$PASSWD" "$OUT/$system.log" ;;
 	esac
-	DAEMON_PID=$!
 	wait_for_shards "$MNT" "$DAEMON_PID" "$system" "$OUT/$system.log"
 }
 
@@ -152,14 +137,7 @@ workload() {
 	record "CPU name=$label workload=$wl daemon_cpu_s=$daemon store_cpu_s=$(since "$s0" "$(cpu_seconds "$MINIO_PID")") vmhwm_kb=$rss"
 }
 
-unmount_fs() {
-	fusermount3 -u "$MNT" 2>/dev/null || fusermount3 -uz "$MNT"
-	local deadline=$((SECONDS + 30))
-	while kill -0 "$DAEMON_PID" 2>/dev/null && [ $SECONDS -lt $deadline ]; do sleep 0.1; done
-	kill -0 "$DAEMON_PID" 2>/dev/null && kill "$DAEMON_PID"
-	wait "$DAEMON_PID" 2>/dev/null || true
-	DAEMON_PID=
-}
+unmount_fs() { stop_daemon "$MNT"; }
 
 # stat NAME: one counter of the shardfs mount's /.shardfs/stats.
 stat_value() {

@@ -71,6 +71,57 @@ wait_for_shards() {
 	done
 }
 
+# start_toxiproxy UPSTREAM_URL LOG LATENCY_MS RATE_KBPS: Toxiproxy between
+# clients and UPSTREAM_URL, adding LATENCY_MS to every response and capping
+# each connection at RATE_KBPS (KB/s). Sets TOXI_PID and TOXI_URL, the
+# endpoint the clients use.
+start_toxiproxy() {
+	local api proxy
+	api=$(free_port) proxy=$(free_port)
+	"$TOOLS_BIN/toxiproxy-server" -host 127.0.0.1 -port "$api" >"$2" 2>&1 &
+	TOXI_PID=$!
+	for _ in $(seq 50); do curl -fsS "http://127.0.0.1:$api/version" >/dev/null 2>&1 && break; sleep 0.1; done
+	local post=(curl -fsS -X POST -H 'Content-Type: application/json' -o /dev/null)
+	"${post[@]}" "http://127.0.0.1:$api/proxies" -d "{\"name\":\"s3\",\"listen\":\"127.0.0.1:$proxy\",\"upstream\":\"${1#http://}\"}"
+	"${post[@]}" "http://127.0.0.1:$api/proxies/s3/toxics" -d "{\"name\":\"latency\",\"type\":\"latency\",\"stream\":\"downstream\",\"attributes\":{\"latency\":$3}}"
+	"${post[@]}" "http://127.0.0.1:$api/proxies/s3/toxics" -d "{\"name\":\"bandwidth\",\"type\":\"bandwidth\",\"stream\":\"downstream\",\"attributes\":{\"rate\":$4}}"
+	TOXI_URL=http://127.0.0.1:$proxy
+}
+
+# mount_peer s3fs|rclone BUCKET[/PREFIX] DIR ENDPOINT PASSWD_FILE LOG: one of
+# the peers the benchmarks compare with, in the foreground as a background
+# child (streaming, nothing cached on disk); sets DAEMON_PID.
+mount_peer() {
+	local system=$1 path=$2 dir=$3 endpoint=$4 passwd=$5 logfile=$6
+	case $system in
+	s3fs)
+		local bucket=${path%%/*} prefix=
+		[ "$bucket" = "$path" ] || prefix=:/${path#*/}
+		env -u AWS_CA_BUNDLE s3fs "$bucket$prefix" "$dir" -f \
+			-o ro,url="$endpoint",use_path_request_style,passwd_file="$passwd" >>"$logfile" 2>&1 &
+		;;
+	rclone)
+		env -u AWS_CA_BUNDLE RCLONE_CONFIG=/dev/null rclone mount ":s3:$path" "$dir" \
+			--s3-provider Minio --s3-endpoint "$endpoint" --s3-region "$AWS_REGION" \
+			--s3-access-key-id "$AWS_ACCESS_KEY_ID" --s3-secret-access-key "$AWS_SECRET_ACCESS_KEY" \
+			--read-only --vfs-cache-mode off >>"$logfile" 2>&1 &
+		;;
+	*) die "mount_peer: unknown peer $system" ;;
+	esac
+	DAEMON_PID=$!
+}
+
+# stop_daemon DIR: unmounts DIR and waits for DAEMON_PID, the daemon serving
+# it, to exit (killed after 30 s).
+stop_daemon() {
+	fusermount3 -u "$1" 2>/dev/null || fusermount3 -uz "$1"
+	local deadline=$((SECONDS + 30))
+	while kill -0 "$DAEMON_PID" 2>/dev/null && [ $SECONDS -lt $deadline ]; do sleep 0.1; done
+	kill -0 "$DAEMON_PID" 2>/dev/null && kill "$DAEMON_PID"
+	wait "$DAEMON_PID" 2>/dev/null || true
+	DAEMON_PID=
+}
+
 # is_mounted DIR: whether DIR is a mount point in this namespace.
 is_mounted() { grep -qF " $1 " /proc/self/mountinfo; }
 

@@ -48,12 +48,16 @@ func (m *mountState) fileAttr(a *fuse.Attr, obj store.Object) {
 }
 
 // Open pins the inode's version for the life of the handle and keeps the
-// kernel page cache across opens: the ETag pins the content of the inode.
+// kernel page cache across opens (the ETag pins the content of the inode),
+// or, under DirectIO, has every read answered by the daemon.
 func (f *fileNode) Open(ctx context.Context, flags uint32) (gofs.FileHandle, uint32, syscall.Errno) {
 	if writeFlags(flags) {
 		return nil, 0, syscall.EROFS
 	}
 	h := &fileHandle{m: f.m, id: f.m.handles.Add(1), obj: f.obj, reader: f.m.opts.ReadPath.OpenReader(f.obj, false)}
+	if f.m.opts.PageCache == DirectIO {
+		return h, fuse.FOPEN_DIRECT_IO, 0
+	}
 	return h, fuse.FOPEN_KEEP_CACHE, 0
 }
 

@@ -58,6 +58,9 @@ func Mount(dir string, root *Root, k KernelOptions) (*fuse.Server, error) {
 			// Reads are served from memory; splicing 1 MiB plus a header
 			// overflows the default pipe and only falls back to a copy.
 			DisableSplice: true,
+			// Under DirectIO a reader may still mmap a shard (numpy memmap,
+			// an indexed tar): the kernel then pages it in as usual.
+			ExtraCapabilities: fuse.CAP_DIRECT_IO_ALLOW_MMAP,
 			// At info: --debug-fuse asks for every request whatever the
 			// --log-level, and go-fuse's own warnings come this way too.
 			Logger: slog.NewLogLogger(root.m.opts.Log.Handler(), slog.LevelInfo),

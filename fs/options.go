@@ -46,5 +46,6 @@ type Options struct {
 
 	UID, GID    uint32
 	AttrTimeout time.Duration // entry and attribute timeout (default 1h)
+	PageCache   PageCache     // whether the kernel keeps shard pages (KeepPages)
 	Log         *slog.Logger
 }

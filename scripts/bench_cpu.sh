@@ -4,7 +4,7 @@
 # MinIO on loopback, interleaved rounds.
 #
 #   scripts/bench_cpu.sh [--rounds N] [--shards N] [--shard-size SIZE] [--out DIR] [--profile]
-#                        [--compare BIN] [-- MOUNT_FLAGS...]
+#                        [--compare BIN] [--compare-flags "FLAGS"] [-- MOUNT_FLAGS...]
 #
 # Every round drops the page cache and mounts afresh with an empty ring.
 # Each row records MB/s, CPU-seconds per GB of the daemon, of MinIO and of
@@ -12,14 +12,16 @@
 # writes the daemon's CPU and allocation profiles of the last ring-on round
 # to OUT/cpu.pprof and OUT/allocs.pprof (go tool pprof). --compare adds a
 # ring-on row of another shardfs binary (shardfs-ring-compare) to every
-# round, interleaved with the others. Needs root.
+# round, interleaved with the others; --compare-flags gives that row its own
+# mount flags (with the same binary when --compare is not given), in place
+# of MOUNT_FLAGS. Needs root.
 # Results: RESULT/ROW lines in OUT/results.txt and the table in OUT/table.md
 # (OUT defaults to .work/bench-cpu). SHARDFS_BIN picks the binary.
 set -euo pipefail
 # shellcheck source=scripts/lib.sh
 source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
 
-ROUNDS=3 SHARDS=40 SHARD_SIZE=48MiB OUT= PROFILE=0 READERS=4 COMPARE=
+ROUNDS=3 SHARDS=40 SHARD_SIZE=48MiB OUT= PROFILE=0 READERS=4 COMPARE= COMPARE_FLAGS=
 BUCKET=benchcpu
 while [ $# -gt 0 ]; do
 	case $1 in
@@ -29,13 +31,16 @@ while [ $# -gt 0 ]; do
 	--out) OUT=$2; shift ;;
 	--profile) PROFILE=1 ;;
 	--compare) COMPARE=$2; shift ;;
+	--compare-flags) COMPARE_FLAGS=$2; shift ;;
 	--) shift; break ;;
-	-h | --help) sed -n '2,17p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+	-h | --help) sed -n '2,19p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
 	*) die "unknown argument $1 (see --help)" ;;
 	esac
 	shift
 done
 EXTRA_FLAGS=("$@")
+read -ra CMP_FLAGS <<<"$COMPARE_FLAGS"
+[ -n "$COMPARE_FLAGS" ] || CMP_FLAGS=("${EXTRA_FLAGS[@]}")
 [ "$(id -u)" -eq 0 ] || die "run as root: the benchmark drops the page cache and mounts"
 OUT=${OUT:-$WORK_DIR/bench-cpu}
 mkdir -p "$OUT"
@@ -95,14 +100,17 @@ run_direct() {
 	row direct-c16 "$line" 0 0 "$(awk -v a="$s0" -v b="$(cpu_seconds "$MINIO_PID")" 'BEGIN{printf "%.3f", b-a}')"
 }
 
-# run_shardfs BIN LABEL PROFILE FLAGS...
+# run_shardfs BIN LABEL PROFILE FLAGS... -- MORE_FLAGS...
 run_shardfs() {
 	local bin=$1 label=$2 prof=$3
 	shift 3
+	local flags=()
+	while [ $# -gt 0 ] && [ "$1" != -- ]; do flags+=("$1"); shift; done
+	[ $# -gt 0 ] && shift
 	rm -rf "$CACHE"
 	local envs=()
 	[ "$prof" = 1 ] && envs=(SHARDFS_CPUPROFILE="$OUT/cpu.pprof" SHARDFS_MEMPROFILE="$OUT/allocs.pprof")
-	env "${envs[@]}" "$bin" mount "s3://$BUCKET" "$MNT" --foreground --log-level warn "$@" "${EXTRA_FLAGS[@]}" >>"$OUT/shardfs.log" 2>&1 &
+	env "${envs[@]}" "$bin" mount "s3://$BUCKET" "$MNT" --foreground --log-level warn "${flags[@]}" "$@" >>"$OUT/shardfs.log" 2>&1 &
 	DAEMON_PID=$!
 	wait_for_shards "$MNT" "$DAEMON_PID" shardfs "$OUT/shardfs.log"
 	drop_caches
@@ -124,11 +132,11 @@ for round in $(seq "$ROUNDS"); do
 	run_direct
 	last=0
 	[ "$PROFILE" = 1 ] && [ "$round" = "$ROUNDS" ] && last=1
-	run_shardfs "$SHARDFS" shardfs-ring "$last" --cache-dir "$CACHE" --cache-size 4GiB
-	[ -z "$COMPARE" ] || run_shardfs "$COMPARE" shardfs-ring-compare 0 --cache-dir "$CACHE" --cache-size 4GiB
-	run_shardfs "$SHARDFS" shardfs-noring 0
+	run_shardfs "$SHARDFS" shardfs-ring "$last" --cache-dir "$CACHE" --cache-size 4GiB -- "${EXTRA_FLAGS[@]}"
+	[ -z "$COMPARE$COMPARE_FLAGS" ] || run_shardfs "${COMPARE:-$SHARDFS}" shardfs-ring-compare 0 --cache-dir "$CACHE" --cache-size 4GiB -- "${CMP_FLAGS[@]}"
+	run_shardfs "$SHARDFS" shardfs-noring 0 -- "${EXTRA_FLAGS[@]}"
 done
-record "INFO rounds=$ROUNDS shards=$SHARDS shard_size=$SHARD_SIZE readers=$READERS load_before=$load_before load_after=$(cut -d" " -f1-3 /proc/loadavg | tr " " /) flags=${EXTRA_FLAGS[*]:-none}"
+record "INFO rounds=$ROUNDS shards=$SHARDS shard_size=$SHARD_SIZE readers=$READERS load_before=$load_before load_after=$(cut -d" " -f1-3 /proc/loadavg | tr " " /) flags=$(IFS=,; echo "${EXTRA_FLAGS[*]:-none}") compare=${COMPARE:-same}:$(IFS=,; echo "${CMP_FLAGS[*]:-none}")"
 "$SYS_PYTHON" - "$RESULTS" <<'PY' | tee "$OUT/table.md"
 import sys
 rows, info = [], {}
@@ -147,7 +155,7 @@ def col(n, f):
 def per_gb(key):
     return lambda r: float(r[key]) / (float(r["bytes"]) / 1e9)
 print(f"{info['rounds']} interleaved rounds, {info['shards']} x {info['shard_size']} shards, {info['readers']} readers of 1 MiB read()s; "
-      f"load average before/after {info['load_before']} / {info['load_after']}; extra flags: {info['flags']}\n")
+      f"load average before/after {info['load_before']} / {info['load_after']}; extra flags: {info['flags']}; compare row: {info.get('compare', '-')}\n")
 print("| row | MB/s median (range) | daemon CPU-s/GB | store CPU-s/GB | reader CPU-s/GB | peak daemon RSS MiB |")
 print("|---|---|---|---|---|---|")
 for n in names:

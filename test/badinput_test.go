@@ -65,6 +65,9 @@ func TestBadInputFailsCleanly(t *testing.T) {
 		{"missing mountpoint argument", func(d string) []string {
 			return append([]string{"mount", e2e.source()}, e2e.endpoint()...)
 		}, nil, `mountpoint|mount point|argument|usage`},
+		{"unknown page cache policy", func(d string) []string {
+			return append([]string{"mount", e2e.source(), d, "--page-cache", "sometimes"}, e2e.endpoint()...)
+		}, nil, `page-cache.*sometimes`},
 		{"nonsense size", func(d string) []string {
 			return append([]string{"mount", e2e.source(), d, "--block-size", "banana"}, e2e.endpoint()...)
 		}, nil, `block-size|size`},

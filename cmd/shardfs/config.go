@@ -100,6 +100,7 @@ type mountConfig struct {
 	Cache       cache.Config
 	Prefetch    prefetch.Config
 	Kernel      shardfs.KernelOptions
+	PageCache   pageCacheChoice
 	UID, GID    uint32
 	MetricsAddr string
 	LogFile     string
@@ -122,6 +123,9 @@ func mountConfigFrom(c *cli.Context) (cfg mountConfig, err error) {
 	cfg.Kernel.MaxBackground = c.Int("max-background")
 	cfg.Kernel.AllowOther = c.Bool("allow-other")
 	cfg.Kernel.Debug = c.Bool("debug-fuse")
+	if cfg.PageCache, err = parsePageCache(c.String("page-cache")); err != nil {
+		return cfg, fmt.Errorf("--page-cache: %w", err)
+	}
 	cfg.UID, cfg.GID = uint32(c.Int("uid")), uint32(c.Int("gid"))
 	cfg.MetricsAddr = c.String("metrics-addr")
 	cfg.LogFile = c.String("log-file")

@@ -28,6 +28,7 @@ func mountCommand() *cli.Command {
 		&cli.IntFlag{Name: "uid", Value: defaultUID, Usage: "owner of every file", EnvVars: env("uid")},
 		&cli.IntFlag{Name: "gid", Value: defaultGID, Usage: "group of every file", EnvVars: env("gid")},
 		&cli.IntFlag{Name: "read-ahead-kb", Value: shardfs.DefaultKernelOptions().ReadAheadKB, Usage: "kernel read-ahead of the mount in KiB (0: kernel default)", EnvVars: env("read-ahead-kb"), Category: "Kernel"},
+		&cli.StringFlag{Name: "page-cache", Value: autoPageCache, Usage: "keep: the kernel keeps shard pages across opens; direct: every read is answered by the daemon straight into the reader's buffer, no page cache; auto: direct when the data set is larger than RAM (its pages would be evicted before the next epoch), else keep", EnvVars: env("page-cache"), Category: "Kernel"},
 		&cli.IntFlag{Name: "max-background", Value: shardfs.DefaultKernelOptions().MaxBackground, Usage: "FUSE requests the kernel keeps in flight", EnvVars: env("max-background"), Category: "Kernel"},
 		&cli.StringFlag{Name: "manifest", Usage: "take the listing from this file (shardfs manifest SOURCE > FILE) instead of listing the bucket", EnvVars: env("manifest")},
 		&cli.DurationFlag{Name: "metadata-ttl", Value: listing.DefaultConfig().TTL, Usage: "how long a listing stands: with --cache-dir a remount within it sends no LIST, and the mount lists again in the background this often (new keys appear, removed ones go, changed ones are served to new opens); 0 is forever", EnvVars: env("metadata-ttl")},

@@ -86,6 +86,8 @@ func newMountWiring(ctx context.Context, cfg mountConfig, source, mountpoint str
 	gdsServer := newGDSServer(m.cache, files, log)
 	m.closers = append(m.closers, gdsServer.Close)
 	registerGDSMetrics(m.metrics, gdsServer)
+	pageCache := cfg.PageCache.resolve(m.backend.objects, physicalMemory())
+	log.Info("page cache", "policy", pageCache.String())
 	m.root, err = shardfs.New(shardfs.Options{
 		GDS:         gdsServer,
 		ObserveRead: m.metrics.ObserveRead,
@@ -97,6 +99,7 @@ func newMountWiring(ctx context.Context, cfg mountConfig, source, mountpoint str
 		MountPoint:  mountpoint,
 		UID:         cfg.UID,
 		GID:         cfg.GID,
+		PageCache:   pageCache,
 		Log:         log,
 	})
 	if err != nil {

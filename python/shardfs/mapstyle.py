@@ -1,7 +1,8 @@
 """A map-style Dataset over .tar shards: index once, then os.pread each sample.
 
 Building the index reads only the tar headers (tarfile seeks over the member
-data), and records for every sample the shard and the (offset, size) of each
+data; on a shardfs mount the mount's own index of each shard, /.shardfs/index/PATH,
+is read instead, built from the headers with small ranged reads), and records for every sample the shard and the (offset, size) of each
 of its members. dataset[i] then costs one pread per member and works with any
 sampler: shuffling, DistributedSampler for ranks, a plain DataLoader. On a
 shardfs mount a random pread fetches only the cache blocks it touches.
@@ -20,6 +21,7 @@ import os
 import tarfile
 
 from .iterable import decode_member, find_shards, split_key
+from .mount import SIDE_DIR, find_mount
 
 try:
     from torch.utils.data import Dataset
@@ -27,17 +29,38 @@ except ImportError:  # torch is optional: without it the dataset is a plain sequ
     Dataset = object
 
 
+def served_members(path):
+    """[(name, offset, size)] of the regular members of the shard at path, from the
+    index its shardfs mount serves (/.shardfs/index/PATH), or None off a mount."""
+    mount = find_mount(path)
+    if mount is None:
+        return None
+    rel = os.path.relpath(os.path.abspath(path), mount.root)
+    try:
+        with open(os.path.join(mount.root, SIDE_DIR, "index", rel), "rb") as f:
+            lines = f.read().splitlines()
+    except FileNotFoundError:  # a mount without the index
+        return None
+    return [(m["name"], m["offset"], m["size"]) for m in map(json.loads, lines)]
+
+
+def tar_members(path):
+    """[(name, offset, size)] of the regular members of the shard at path, read with tarfile."""
+    with tarfile.open(path, mode="r:") as tar:
+        return [(m.name, m.offset_data, m.size) for m in tar if m.isfile()]
+
+
 def index_shard(path):
     """Returns [(key, {ext: (offset, size)})] for the samples of one shard, in order."""
+    members = served_members(path)
+    if members is None:
+        members = tar_members(path)
     samples = []
-    with tarfile.open(path, mode="r:") as tar:
-        for member in tar:
-            if not member.isfile():
-                continue
-            key, ext = split_key(member.name)
-            if not samples or samples[-1][0] != key:
-                samples.append((key, {}))
-            samples[-1][1][ext] = (member.offset_data, member.size)
+    for name, offset, size in members:
+        key, ext = split_key(name)
+        if not samples or samples[-1][0] != key:
+            samples.append((key, {}))
+        samples[-1][1][ext] = (offset, size)
     return samples
 
 

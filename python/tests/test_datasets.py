@@ -90,5 +90,33 @@ class DatasetsTest(unittest.TestCase):
         self.check(DataLoader(ds, batch_size=None, shuffle=True, num_workers=2))
 
 
+class ServedIndexTest(unittest.TestCase):
+    """On a mount, TarIndexDataset reads each shard's index from /.shardfs/index, not the tar."""
+
+    def test_map_style_uses_the_served_index(self):
+        import json
+        from unittest import mock
+
+        from shardfs import mapstyle
+
+        with tempfile.TemporaryDirectory() as root:
+            want = make_shards(root, n_shards=3, per_shard=4)
+            side = fake_mount(root)
+            expected = {}
+            for rel in sorted({rel for rel, _ in want}):
+                expected[rel] = shardfs.index_shard(os.path.join(root, rel))  # from tarfile: no index yet
+                path = os.path.join(side, "index", rel)
+                os.makedirs(os.path.dirname(path), exist_ok=True)
+                with open(path, "w") as f:
+                    for name, offset, size in mapstyle.tar_members(os.path.join(root, rel)):
+                        f.write(json.dumps({"name": name, "offset": offset, "size": size}) + "\n")
+            with mock.patch.object(mapstyle.tarfile, "open", side_effect=AssertionError("tar scanned")):
+                for rel, samples in expected.items():
+                    self.assertEqual(shardfs.index_shard(os.path.join(root, rel)), samples)
+                ds = shardfs.TarIndexDataset(root)
+                got = {(os.path.relpath(s["__shard__"], root), s["__key__"]): bytes(s["jpg"]) for s in (ds[i] for i in range(len(ds)))}
+            self.assertEqual(got, want)
+
+
 if __name__ == "__main__":
     unittest.main()

@@ -311,30 +311,28 @@ print(f"next shard: after reading shard 0 to the end ({get('STAT', 'shardfs-next
 print("\nCPU-seconds per GB read of the daemon, the store (MinIO) and the readers (the bench process), and the daemon's peak RSS, every run:\n")
 print("| run | workload | GB read | MB/s | daemon CPU-s/GB | store CPU-s/GB | reader CPU-s/GB | peak daemon RSS (MiB) |")
 print("|---|---|---|---|---|---|---|---|")
-results = [r for k, r in rows if k == "RESULT"]
-cpus = [r for k, r in rows if k == "CPU"]
-for c in cpus:
-    # the RESULT lines of one command come right before its CPU line; a
-    # command with two workloads shares its CPU line between them
-    res = [r for r in results if r["name"] == c["name"] and r["workload"] in c["workload"].split(",")]
-    if not res:
+pending = []  # RESULT lines of the bench command whose CPU line comes next
+for k, r in rows:
+    if k == "RESULT":
+        pending.append(r)
         continue
-    r = res[0]
-    results.remove(r)
-    if len(res) > 1:
-        for extra in res[1:]:
-            results.remove(extra)
-    rs = [r] + res[1:]
-    nbytes = sum(float(x.get("bytes", 0)) * (float(x["opens"]) if "opens" in x else 1) if "reads" not in x
-                 else float(x["reads"]) * float(x["size"]) for x in rs)
+    if k != "CPU":
+        continue
+    rs = [x for x in pending if x["name"] == r["name"]]
+    pending = []
+    if not rs:
+        continue
+    nbytes = sum(float(x["reads"]) * float(x["size"]) if "reads" in x
+                 else float(x["bytes"]) * float(x.get("opens", 1)) for x in rs)
     gb = nbytes / 1e9
     reader = sum(float(x.get("reader_cpu_s", 0)) for x in rs)
     def pg(v):
-        return "-" if gb == 0 else f"{v / gb:.2f}"
+        # a workload of a few MB (first-byte times) is all opens: its CPU seconds, not per GB
+        return f"{v / gb:.2f}" if gb >= 0.05 else f"({v:.2f} s)"
     mbps = "/".join(x["mbps"] for x in rs if "mbps" in x) or "-"
-    daemon = float(c["daemon_cpu_s"])
-    rss = float(c["vmhwm_kb"]) / 1024
-    print(f"| {c['name']} | {c['workload']} | {gb:.3f} | {mbps} | {pg(daemon) if daemon else '-'} | {pg(float(c['store_cpu_s']))} | "
+    daemon = float(r["daemon_cpu_s"])
+    rss = float(r["vmhwm_kb"]) / 1024
+    print(f"| {r['name']} | {r['workload']} | {gb:.3f} | {mbps} | {pg(daemon) if daemon else '-'} | {pg(float(r['store_cpu_s']))} | "
           f"{pg(reader)} | {f'{rss:,.0f}' if rss else '-'} |")
 print("\nshardfs read-path counters per workload:")
 for k, r in rows:

@@ -272,9 +272,15 @@ func TestHostileClients(t *testing.T) {
 			if st["goroutines"] > before["goroutines"]+10 {
 				t.Errorf("%v goroutines after, %v before", st["goroutines"], before["goroutines"])
 			}
-			if rss := daemonRSS(t, pid); rss > rssBefore+64<<20 {
+			switch rss := daemonRSS(t, pid); {
+			case os.Getenv("SHARDFS_TEST_RACE") == "1":
+				// A daemon built with -race keeps shadow memory several times
+				// its heap, which swings by more than the bound: checked in
+				// the run without -race.
+				t.Logf("daemon RSS %d MiB before, %d MiB after two more rounds (built with -race: not checked)", rssBefore>>20, rss>>20)
+			case rss > rssBefore+64<<20:
 				t.Errorf("daemon RSS %d MiB after, %d MiB before (limit +64 MiB)", rss>>20, rssBefore>>20)
-			} else {
+			default:
 				t.Logf("daemon RSS %d MiB before, %d MiB after two more rounds", rssBefore>>20, rss>>20)
 			}
 			if grew := len(m.output.String()) - logBefore; grew > 1<<20 {

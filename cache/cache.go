@@ -97,6 +97,9 @@ func (c *Cache) disableRing(err error) {
 	})
 }
 
+// HasRAMTier reports whether the cache has a RAM tier (MemorySize > 0).
+func (c *Cache) HasRAMTier() bool { return c.ram != nil }
+
 // BlockSize is the size of every block but an object's last.
 func (c *Cache) BlockSize() int64 { return c.cfg.BlockSize }
 

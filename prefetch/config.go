@@ -42,6 +42,11 @@ type Config struct {
 	// byte (16 KiB measured a millisecond ahead of 64 KiB through a
 	// 50 MB/s proxy).
 	HeadSize int64
+
+	// DenseRandom: fetch the rest of an object that random reads use
+	// densely (dense.go). Only worth it where a cache tier keeps what
+	// arrives: with none, background parts would be fetched and dropped.
+	DenseRandom bool
 }
 
 // DefaultConfig is the configuration a mount starts from.
@@ -49,7 +54,7 @@ func DefaultConfig() Config {
 	return Config{
 		BlockSize: DefaultBlockSize, PartSize: DefaultPartSize, MaxPrefetch: DefaultMaxPrefetch,
 		Memory: DefaultMemory, Concurrency: DefaultConcurrency, NextShards: DefaultNextShards,
-		ReorderWindow: DefaultReorderWindow, HeadSize: DefaultHeadSize,
+		ReorderWindow: DefaultReorderWindow, HeadSize: DefaultHeadSize, DenseRandom: true,
 	}
 }
 

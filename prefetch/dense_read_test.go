@@ -96,3 +96,24 @@ func TestShuffledPassOverASmallShardStreamsIt(t *testing.T) {
 		t.Errorf("the pass took %d GETs; want at most %d: the rest of the shard in part-size GETs, not one per block", gets, limit)
 	}
 }
+
+// With DenseRandom off (a mount whose cache keeps nothing), random reads of
+// a small object fetch only what they touch.
+func TestDenseRandomOffFetchesOnlyWhatIsRead(t *testing.T) {
+	cfg := DefaultConfig()
+	cfg.DenseRandom = false
+	f := &fakeFetcher{}
+	s := newTestScheduler(t, cfg, f, nil)
+	obj := fakeObject("small.tar", 48<<20)
+	buf := make([]byte, 4096)
+	for _, off := range []int64{5 << 20, 20 << 20, 33 << 20, 1 << 20} {
+		r := s.OpenReader(obj, false)
+		if _, _, err := r.ReadAt(testContext(t), buf, off); err != nil {
+			t.Fatal(err)
+		}
+		r.Close()
+	}
+	if st := settledStats(t, s); st.DenseObjects != 0 || f.askedBytes.Load() > 4*2*cfg.BlockSize {
+		t.Fatalf("DenseRandom off: %d dense objects, %d bytes asked for 4 reads; want none and at most 2 blocks a read", st.DenseObjects, f.askedBytes.Load())
+	}
+}

@@ -218,7 +218,7 @@ func ringPlacementOf(p *part) cache.Placement {
 func (s *Scheduler) noteRandomLocked(o *object, need Range) {
 	bs := s.cfg.BlockSize
 	blocks := ceilTo(o.obj.Size, bs) / bs
-	if need.Empty() || blocks > maxTrackedBlocks {
+	if !s.cfg.DenseRandom || need.Empty() || blocks > maxTrackedBlocks {
 		return
 	}
 	id := objectID{o.obj.Key, o.obj.ETag}

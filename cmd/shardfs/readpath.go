@@ -16,8 +16,13 @@ func (p readPath) OpenReader(obj store.Object, oneShot bool) shardfs.Reader {
 	return p.Scheduler.OpenReader(obj, oneShot)
 }
 
-// newPrefetcher builds the scheduler of a mount over its listing.
+// newPrefetcher builds the scheduler of a mount over its listing. Dense
+// random reads fetch the rest of an object only where a cache tier keeps
+// it.
 func newPrefetcher(cfg prefetch.Config, cc *cache.Cache, st store.Store, objs []store.Object, log *slog.Logger) *prefetch.Scheduler {
+	if !cc.Stats().RingEnabled && !cc.HasRAMTier() {
+		cfg.DenseRandom = false
+	}
 	s := prefetch.NewScheduler(cfg, st, cc, log)
 	s.SetOrder(objs)
 	return s

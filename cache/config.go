@@ -13,7 +13,7 @@ const (
 	// (sequential ones read from their parts and the page cache), so the
 	// tier fills only as far as random reads need it. It comes on top of
 	// the read-ahead budget (prefetch.DefaultMemory): the daemon holds
-	// at most the two plus its own room (cmd/shardfs setMemoryLimit).
+	// at most the two plus its own room (cmd/shardfs followMemoryLimit).
 	DefaultMemorySize int64 = 1 << 30
 	DefaultBlockSize  int64 = 1 << 20
 

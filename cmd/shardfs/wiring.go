@@ -7,7 +7,6 @@ import (
 	"log/slog"
 	"os"
 	"runtime"
-	"runtime/debug"
 
 	"github.com/shardfs/shardfs/cache"
 	shardfs "github.com/shardfs/shardfs/fs"
@@ -66,7 +65,7 @@ func newMountWiring(ctx context.Context, cfg mountConfig, source, mountpoint str
 	}
 	m.prefetch = newPrefetcher(cfg.Prefetch, m.cache, m.backend.retry, m.backend.objects, log)
 	m.closers = append(m.closers, m.prefetch.Close)
-	setMemoryLimit(cfg.Prefetch.Memory, cfg.Cache.MemorySize, log)
+	m.closers = append(m.closers, followMemoryLimit(cfg.Prefetch.Memory, func() int64 { return m.cache.Stats().RAMBytes }, log))
 	m.metrics = metrics.New()
 	registerPrefetchMetrics(m.metrics, m.prefetch)
 	registerCacheMetrics(m.metrics, m.cache)
@@ -137,18 +136,4 @@ func openCache(ctx context.Context, cfg cache.Config, namespace string, log *slo
 		return nil, fmt.Errorf("cache: %w", err)
 	}
 	return cc, nil
-}
-
-// setMemoryLimit tells the Go runtime what the daemon is meant to hold: the
-// read-ahead budget, the RAM tier and some room for everything else. Freed
-// part buffers are then returned promptly instead of when the heap doubles.
-// RSS then runs up to about the limit plus the binary's own pages. The
-// room (48 MiB) was measured with 32 readers under a 256 MiB budget: 64 MiB
-// added 10-15 MiB of RSS, 32 MiB cost a tenth of their throughput in
-// collections.
-func setMemoryLimit(prefetchMemory, ram int64, log *slog.Logger) {
-	const overhead = 48 << 20
-	limit := prefetchMemory + ram + overhead
-	debug.SetMemoryLimit(limit)
-	log.Debug("memory limit", "bytes", limit)
 }

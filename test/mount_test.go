@@ -125,9 +125,16 @@ func (m *fgMount) stop(t *testing.T) {
 			t.Errorf("shardfs on %s after SIGTERM: %v (want exit status 0)\noutput:\n%s", m.dir, m.err, m.output.String())
 		}
 	case <-time.After(unmountTimeout):
-		t.Errorf("shardfs on %s still running %v after SIGTERM\noutput:\n%s", m.dir, unmountTimeout, m.output.String())
-		m.cmd.Process.Kill()
-		<-m.exited
+		// SIGQUIT makes the Go runtime print every goroutine's stack and
+		// exit: the output then says where the shutdown is stuck.
+		m.cmd.Process.Signal(syscall.SIGQUIT)
+		select {
+		case <-m.exited:
+		case <-time.After(10 * time.Second):
+			m.cmd.Process.Kill()
+			<-m.exited
+		}
+		t.Errorf("shardfs on %s still running %v after SIGTERM\noutput (goroutines at the end):\n%s", m.dir, unmountTimeout, m.output.String())
 	}
 	if isMounted(m.dir) {
 		t.Errorf("%s still mounted after shardfs exited", m.dir)

@@ -142,19 +142,43 @@ func runMount(parent context.Context, logOut io.Writer, cfg mountConfig, source,
 	log.Info("signal received, unmounting", "mountpoint", mountpoint)
 	notifySystemd(daemon.SdNotifyStopping, log)
 	unmountServer(server, mountpoint, log)
-	<-done
+	select {
+	case <-done:
+	case <-time.After(connectionGrace):
+		log.Warn(keptConnection, "mountpoint", mountpoint)
+	}
 	return nil
 }
+
+// After an unmount the kernel closes the connection once nothing else holds
+// the mount. A copy of it in another mount namespace (a container, or an
+// `ip netns exec`, started while it was mounted) keeps it open, and the
+// serve loops would wait on it for ever: the daemon exits after
+// connectionGrace instead, which closes the connection, and the copy
+// answers ENOTCONN.
+const (
+	connectionGrace = 5 * time.Second
+	keptConnection  = "unmounted here, but another mount namespace still holds the mount; exiting, which disconnects it there"
+)
 
 // unmountServer asks the kernel to let go; a busy mount (a reader still
 // holds a file) is detached lazily so the daemon can still exit cleanly.
 func unmountServer(server *fuse.Server, dir string, log *slog.Logger) {
 	for attempt := 0; attempt < 3; attempt++ {
-		if err := server.Unmount(); err == nil {
+		// Unmount also waits for the serve loops, which never end while
+		// another mount namespace holds the mount (see connectionGrace).
+		result := make(chan error, 1)
+		go func() { result <- server.Unmount() }()
+		var err error
+		select {
+		case err = <-result:
+		case <-time.After(connectionGrace):
 			return
-		} else {
-			log.Warn("unmount failed, retrying", "mountpoint", dir, "err", err)
 		}
+		if err == nil {
+			return
+		}
+		log.Warn("unmount failed, retrying", "mountpoint", dir, "err", err)
 		time.Sleep(200 * time.Millisecond)
 	}
 	if err := lazyUnmount(context.Background(), dir); err != nil {

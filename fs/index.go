@@ -53,12 +53,13 @@ func (d *indexDir) Lookup(ctx context.Context, name string, out *fuse.EntryOut) 
 	}
 	obj := t.objs[e.ref]
 	index := d.m.opts.Index
-	node := &snapshotFile{m: d.m, render: func(ctx context.Context) ([]byte, error) { return index(ctx, obj) }}
+	node := &snapshotFile{m: d.m, render: func(ctx context.Context) ([]byte, error) { return index(ctx, obj, t.object) }}
 	out.Mode = syscall.S_IFREG | 0o444
 	out.Nlink = 1
 	d.m.fillOwner(&out.Attr)
 	return d.NewInode(ctx, node, gofs.StableAttr{Mode: syscall.S_IFREG, Ino: inodeNumber(obj.Key, "\x00index\x00"+obj.ETag)}), 0
 }
 
-// MemberIndex renders the member index of one shard version.
-type MemberIndex func(ctx context.Context, obj store.Object) ([]byte, error)
+// MemberIndex renders the member index of one shard version; find looks
+// up other objects of the listing (a sidecar index beside the shard).
+type MemberIndex func(ctx context.Context, obj store.Object, find func(key string) (store.Object, bool)) ([]byte, error)

@@ -4,57 +4,86 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
 	"sync"
+	"sync/atomic"
 
 	"golang.org/x/sync/singleflight"
 
 	"github.com/shardfs/shardfs/store"
 )
 
-// maxKept bounds the rendered indexes kept in memory (a few hundred bytes
-// a sample: 1,000 shards of 1,000 samples is tens of MiB); past it the
-// memory starts afresh and indexes are built again when asked.
-const maxKept = 1024
+// Finder finds an object of the listing by key: where an Index looks for
+// sidecar indexes. nil finds none. (An alias, so that a caller's own
+// function type of this shape takes JSONLines as it is.)
+type Finder = func(key string) (store.Object, bool)
+
+// Stats counts how indexes were served.
+type Stats struct {
+	Memory           int64 // asks served from memory
+	Persisted        int64 // indexes read from the cache dir
+	Sidecars         int64 // indexes taken from a sidecar after its check
+	Scans            int64 // indexes built by reading the shard's headers
+	SidecarsRejected int64 // sidecars that disagreed with their shard (each logged)
+	PersistedCorrupt int64 // persisted indexes that failed their checksum, rebuilt (each logged)
+	PersistFailures  int64 // indexes that could not be written to the cache dir
+	MemoryBytes      int64 // rendered indexes held in memory now
+}
 
 // Index serves the rendered member index of each shard version. It is
 // safe for concurrent use.
 type Index struct {
 	f      Fetcher
+	cfg    Config
+	log    *slog.Logger
 	builds singleflight.Group
 
 	mu   sync.Mutex
-	kept map[string][]byte // by key and ETag
+	kept *memory // by key and ETag
+
+	memoryHits, persisted, sidecars, scans         atomic.Int64
+	sidecarsRejected, persistedCorrupt, persistErr atomic.Int64
 }
 
-// New returns an Index that reads headers through f.
-func New(f Fetcher) *Index {
-	return &Index{f: f, kept: map[string][]byte{}}
+// New returns an Index that reads headers and sidecars through f.
+func New(f Fetcher, cfg Config) (*Index, error) {
+	if err := cfg.Validate(); err != nil {
+		return nil, err
+	}
+	log := cfg.Log
+	if log == nil {
+		log = slog.Default()
+	}
+	return &Index{f: f, cfg: cfg, log: log, kept: newMemory(cfg.Memory)}, nil
 }
 
 // JSONLines returns obj's index as JSON lines, one regular member a line
-// in archive order: {"name":..., "offset":..., "size":...}. Concurrent
-// calls for one version share one scan.
-func (x *Index) JSONLines(ctx context.Context, obj store.Object) ([]byte, error) {
+// in archive order: {"name":..., "offset":..., "size":...}. It is, the
+// first that applies: the copy in memory, the copy persisted in the cache
+// dir, a sidecar index that find finds beside obj and that passes its
+// check, or a scan of obj's headers. Concurrent calls for one version share
+// one build.
+func (x *Index) JSONLines(ctx context.Context, obj store.Object, find Finder) ([]byte, error) {
 	id := obj.ETag + "\x00" + obj.Key
 	x.mu.Lock()
-	b, ok := x.kept[id]
+	b, ok := x.kept.get(id)
 	x.mu.Unlock()
 	if ok {
+		x.memoryHits.Add(1)
 		return b, nil
 	}
 	v, err, _ := x.builds.Do(id, func() (any, error) {
 		// One reader giving up (an interrupted open) must not fail the
-		// others sharing the scan.
-		members, err := Scan(context.WithoutCancel(ctx), x.f, obj)
+		// others sharing the build.
+		b, err := x.build(context.WithoutCancel(ctx), obj, find)
 		if err != nil {
 			return nil, err
 		}
-		b := Render(members)
 		x.mu.Lock()
-		if len(x.kept) >= maxKept {
-			clear(x.kept)
-		}
-		x.kept[id] = b
+		x.kept.put(id, b)
 		x.mu.Unlock()
 		return b, nil
 	})
@@ -62,6 +91,93 @@ func (x *Index) JSONLines(ctx context.Context, obj store.Object) ([]byte, error)
 		return nil, err
 	}
 	return v.([]byte), nil
+}
+
+// build finds or makes obj's index when memory has none.
+func (x *Index) build(ctx context.Context, obj store.Object, find Finder) ([]byte, error) {
+	if x.cfg.Dir != "" {
+		b, err := load(x.cfg.Dir, x.cfg.Source, obj)
+		if err == nil {
+			x.persisted.Add(1)
+			return b, nil
+		}
+		if !errors.Is(err, errStale) {
+			x.persistedCorrupt.Add(1)
+			x.log.Warn("persisted member index not used; building it again", "key", obj.Key, "err", err)
+		}
+	}
+	members, err := x.fromSidecar(ctx, obj, find)
+	if members == nil && err == nil {
+		members, err = Scan(ctx, x.f, obj)
+		x.scans.Add(1)
+	}
+	if err != nil {
+		return nil, err
+	}
+	b := Render(members)
+	if x.cfg.Dir != "" {
+		if err := save(x.cfg.Dir, x.cfg.Source, obj, b); err != nil {
+			x.persistErr.Add(1)
+			x.log.Warn("cannot persist member index", "key", obj.Key, "err", err)
+		}
+	}
+	return b, nil
+}
+
+// fromSidecar returns the members a sidecar of obj lists, when one is
+// found and passes its check; nil otherwise. A sidecar that disagrees with
+// the shard is logged and counted.
+func (x *Index) fromSidecar(ctx context.Context, obj store.Object, find Finder) ([]Member, error) {
+	if find == nil {
+		return nil, nil
+	}
+	for _, key := range SidecarKeys(obj.Key) {
+		side, ok := find(key)
+		if !ok || side.Key == obj.Key {
+			continue
+		}
+		members, err := x.readSidecar(ctx, obj, side)
+		switch {
+		case err == nil:
+			x.sidecars.Add(1)
+			return members, nil
+		case errors.Is(err, context.Canceled):
+			return nil, err
+		case errors.Is(err, errSidecarUnchecked):
+			x.log.Debug("sidecar index not used", "key", obj.Key, "sidecar", side.Key, "why", err)
+		default:
+			x.sidecarsRejected.Add(1)
+			x.log.Warn("sidecar index disagrees with its shard; scanning the shard instead", "key", obj.Key, "sidecar", side.Key, "err", err)
+		}
+	}
+	return nil, nil
+}
+
+func (x *Index) readSidecar(ctx context.Context, obj, side store.Object) ([]Member, error) {
+	if side.Size > sidecarMax {
+		return nil, errors.New("sidecar larger than 64 MiB")
+	}
+	data := make([]byte, side.Size)
+	if _, err := x.f.ReadRange(ctx, side, 0, data); err != nil && !errors.Is(err, io.EOF) {
+		return nil, fmt.Errorf("%w: %w", errSidecarUnchecked, err)
+	}
+	members, err := parseSidecar(data)
+	if err != nil {
+		return nil, err
+	}
+	return members, checkSidecar(ctx, x.f, obj, members)
+}
+
+// Stats returns the counts so far.
+func (x *Index) Stats() Stats {
+	x.mu.Lock()
+	used := x.kept.used
+	x.mu.Unlock()
+	return Stats{
+		Memory: x.memoryHits.Load(), Persisted: x.persisted.Load(), Sidecars: x.sidecars.Load(), Scans: x.scans.Load(),
+		SidecarsRejected: x.sidecarsRejected.Load(), PersistedCorrupt: x.persistedCorrupt.Load(),
+		PersistFailures: x.persistErr.Load(), MemoryBytes: used,
+	}
 }
 
 // Render writes members as JSON lines.

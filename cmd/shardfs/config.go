@@ -2,6 +2,7 @@ package main
 
 import (
 	"fmt"
+	"log/slog"
 	"os"
 
 	"github.com/urfave/cli/v2"
@@ -11,6 +12,7 @@ import (
 	"github.com/shardfs/shardfs/listing"
 	"github.com/shardfs/shardfs/prefetch"
 	"github.com/shardfs/shardfs/store"
+	"github.com/shardfs/shardfs/tarindex"
 )
 
 // This file is the one place where flags become configuration: each
@@ -105,6 +107,14 @@ type mountConfig struct {
 	MetricsAddr string
 	LogFile     string
 	LogLevel    string
+}
+
+// indexConfigFor is where the member indexes of source persist: in the
+// cache dir beside the cached blocks, or nowhere when dir is "".
+func indexConfigFor(dir, source string, log *slog.Logger) tarindex.Config {
+	cfg := tarindex.DefaultConfig()
+	cfg.Dir, cfg.Source, cfg.Log = dir, source, log
+	return cfg
 }
 
 func mountConfigFrom(c *cli.Context) (cfg mountConfig, err error) {

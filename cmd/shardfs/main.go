@@ -48,6 +48,7 @@ func newApp() *cli.App {
 			statsCommand(),
 			cacheCommand(),
 			warmCommand(),
+			indexCommand(),
 			gpusCommand(),
 			benchCommand(),
 			versionCommand(),

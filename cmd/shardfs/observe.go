@@ -7,6 +7,7 @@ import (
 	"github.com/shardfs/shardfs/metrics"
 	"github.com/shardfs/shardfs/prefetch"
 	"github.com/shardfs/shardfs/store"
+	"github.com/shardfs/shardfs/tarindex"
 )
 
 // registerStoreMetrics exposes the backend's counters.
@@ -81,6 +82,21 @@ func registerHintMetrics(m *metrics.Metrics, root *shardfs.Root) {
 	m.CounterFunc("shardfs_hint_lines_total", "Hints lines that named a file of the mount.", func() float64 { return float64(root.HintStats().Lines) })
 	m.CounterFunc("shardfs_hint_unknown_lines_total", "Hints lines that named no file of the mount (logged once per 10 s).", func() float64 { return float64(root.HintStats().Unknown) })
 	m.CounterFunc("shardfs_hint_refused_writes_total", "Writes to the hints file refused with E2BIG: a line longer than 4096 bytes.", func() float64 { return float64(root.HintStats().Refused) })
+}
+
+// registerIndexMetrics exposes where member indexes came from.
+func registerIndexMetrics(m *metrics.Metrics, x *tarindex.Index) {
+	stat := func(f func(tarindex.Stats) int64) func() float64 {
+		return func() float64 { return float64(f(x.Stats())) }
+	}
+	m.CounterFunc("shardfs_index_memory_hits_total", "Member index reads served from memory.", stat(func(s tarindex.Stats) int64 { return s.Memory }))
+	m.CounterFunc("shardfs_index_persisted_total", "Member indexes read from the cache dir, with no store read.", stat(func(s tarindex.Stats) int64 { return s.Persisted }))
+	m.CounterFunc("shardfs_index_sidecars_total", "Member indexes taken from a sidecar index (wds2idx .idx) after its check.", stat(func(s tarindex.Stats) int64 { return s.Sidecars }))
+	m.CounterFunc("shardfs_index_scans_total", "Member indexes built by reading the shard's tar headers.", stat(func(s tarindex.Stats) int64 { return s.Scans }))
+	m.CounterFunc("shardfs_index_sidecars_rejected_total", "Sidecar indexes that disagreed with their shard and were ignored (each logged).", stat(func(s tarindex.Stats) int64 { return s.SidecarsRejected }))
+	m.CounterFunc("shardfs_index_persisted_corrupt_total", "Persisted member indexes that failed their checksum and were built again (each logged).", stat(func(s tarindex.Stats) int64 { return s.PersistedCorrupt }))
+	m.CounterFunc("shardfs_index_persist_failures_total", "Member indexes that could not be written to the cache dir.", stat(func(s tarindex.Stats) int64 { return s.PersistFailures }))
+	m.GaugeFunc("shardfs_index_memory_bytes", "Bytes of member indexes held in memory (at most 64 MiB).", stat(func(s tarindex.Stats) int64 { return s.MemoryBytes }))
 }
 
 // mountListing is what the mount's first listing cost the store.

@@ -81,6 +81,11 @@ func newMountWiring(ctx context.Context, cfg mountConfig, source, mountpoint str
 		log.Info("serving metrics", "addr", "http://"+srv.Addr+"/metrics")
 		m.closers = append(m.closers, func() { _ = srv.Close() })
 	}
+	index, err := tarindex.New(m.backend.retry, indexConfigFor(cfg.Cache.Dir, m.backend.retry.String(), log))
+	if err != nil {
+		return nil, err
+	}
+	registerIndexMetrics(m.metrics, index)
 	files := &rootFiles{cache: m.cache}
 	gdsServer := newGDSServer(m.cache, files, log)
 	m.closers = append(m.closers, gdsServer.Close)
@@ -91,7 +96,7 @@ func newMountWiring(ctx context.Context, cfg mountConfig, source, mountpoint str
 		GDS:         gdsServer,
 		ObserveRead: m.metrics.ObserveRead,
 		Stats:       m.metrics.JSON,
-		Index:       tarindex.New(m.backend.retry).JSONLines,
+		Index:       index.JSONLines,
 		Store:       m.backend.retry,
 		Objects:     m.backend.objects,
 		ReadPath:    readPath{m.prefetch},

@@ -15,9 +15,10 @@ type Cache struct {
 	cfg   Config
 	log   *slog.Logger
 	stats counters
-	ram   *memTier // nil when MemorySize is 0
-	ring  *ring    // nil when there is no usable cache dir
-	lock  *dirLock // held while ring is open
+	ram   *memTier    // nil when MemorySize is 0
+	ring  *ring       // nil when there is no usable cache dir
+	whole *wholeFiles // nil without a ring or with WholeShardPercent 0
+	lock  *dirLock    // held while ring is open
 	bufs  sync.Pool
 
 	ringOff      atomic.Bool // set when ring I/O failed; the ring is then bypassed
@@ -77,6 +78,15 @@ func (c *Cache) openRing(ctx context.Context) error {
 		lock.unlock()
 		return err
 	}
+	if p := c.cfg.WholeShardPercent; p > 0 {
+		w, err := openWholeFiles(c.cfg.Dir, wholeQuota(r.geo.fileSize(), p), &c.stats, c.log)
+		if err != nil {
+			r.file.close()
+			lock.unlock()
+			return err
+		}
+		c.whole = w
+	}
 	c.ring, c.lock = r, lock
 	return nil
 }
@@ -129,6 +139,10 @@ func (c *Cache) Stats() Stats {
 		s.RingSlots = c.ring.geo.slots
 	}
 	s.RingEnabled = c.liveRing() != nil
+	if c.whole != nil {
+		s.WholeFiles, s.WholeBytes = c.whole.occupancy()
+		s.WholeQuota = c.whole.quota
+	}
 	return s
 }
 
@@ -148,6 +162,9 @@ func (c *Cache) Close() error {
 	if c.ring != nil {
 		if err := c.ring.file.sync(); err != nil && !c.ringOff.Load() {
 			errs = append(errs, fmt.Errorf("flush cache ring: %w", err))
+		}
+		if c.whole != nil {
+			errs = append(errs, c.whole.close())
 		}
 		errs = append(errs, c.ring.file.close(), c.lock.unlock())
 	}

@@ -16,6 +16,14 @@ const (
 	// at most the two plus its own room (cmd/shardfs followMemoryLimit).
 	DefaultMemorySize int64 = 1 << 30
 	DefaultBlockSize  int64 = 1 << 20
+	// DefaultWholeShardPercent is the share of Size kept for whole-shard
+	// files (shardfile.go). Half: a warmed data set that fits in half the
+	// cache is held both as ring blocks (random reads, GPU leases, reads
+	// when passthrough is off) and as files the kernel reads itself.
+	DefaultWholeShardPercent = 50
+	// maxWholeShardPercent leaves the ring room for the random readers and
+	// partly read shards that whole files cannot serve.
+	maxWholeShardPercent = 90
 
 	// alignment is the unit of direct I/O: block sizes, slot offsets and
 	// buffers are multiples of it.
@@ -35,6 +43,11 @@ type Config struct {
 	BlockSize  int64  // bytes per block, a multiple of 4 KiB
 	Namespace  string // the source, e.g. "s3://bucket/prefix"; part of every block's identity
 
+	// WholeShardPercent is the share of Size kept for whole-shard files
+	// (CACHE_DIR/shards); the ring gets the rest. 0: no whole files.
+	// Ring and files together never exceed Size.
+	WholeShardPercent int
+
 	// SizeGiven says Size was asked for rather than defaulted. When it
 	// was not, a ring already in Dir keeps its own size (a cache warmed
 	// with another size is used, not emptied), and a new ring is made no
@@ -45,7 +58,7 @@ type Config struct {
 // DefaultConfig is a RAM-tier-only cache of the default sizes; set Dir for
 // a ring.
 func DefaultConfig() Config {
-	return Config{Size: DefaultSize, MemorySize: DefaultMemorySize, BlockSize: DefaultBlockSize}
+	return Config{Size: DefaultSize, MemorySize: DefaultMemorySize, BlockSize: DefaultBlockSize, WholeShardPercent: DefaultWholeShardPercent}
 }
 
 // Validate rejects sizes that cannot describe a cache, with one message
@@ -60,13 +73,33 @@ func (c Config) Validate() error {
 		return fmt.Errorf("memory cache size %d: must not be negative", c.MemorySize)
 	case c.Size < 0:
 		return fmt.Errorf("cache size %d: must not be negative", c.Size)
+	case c.WholeShardPercent < 0 || c.WholeShardPercent > maxWholeShardPercent:
+		return fmt.Errorf("whole-shard share %d%%: must be 0 to %d", c.WholeShardPercent, maxWholeShardPercent)
 	}
 	if c.Dir != "" {
 		smallest := geometry{blockSize: c.BlockSize, slots: minSlots}.fileSize()
-		if c.Size < smallest {
-			return fmt.Errorf("cache size %d: must hold at least %d blocks of %d bytes (%d bytes with headers)",
-				c.Size, minSlots, c.BlockSize, smallest)
+		if c.ringSize() < smallest {
+			return fmt.Errorf("cache size %d: its ring (%d%% of it) must hold at least %d blocks of %d bytes (%d bytes with headers)",
+				c.Size, 100-c.WholeShardPercent, minSlots, c.BlockSize, smallest)
 		}
 	}
 	return nil
+}
+
+// ringSize is the part of Size the ring may use.
+func (c Config) ringSize() int64 { return ringShare(c.Size, c.WholeShardPercent) }
+
+// ringShare is the ring's part of size bytes when percent go to whole files.
+func ringShare(size int64, percent int) int64 { return size / 100 * int64(100-percent) }
+
+// sizeForRing is the smallest Size whose ring share is ringBytes.
+func sizeForRing(ringBytes int64, percent int) int64 {
+	return (ringBytes + int64(100-percent) - 1) / int64(100-percent) * 100
+}
+
+// wholeQuota is the bytes whole files may use beside a ring file of
+// ringBytes: the same share of the total the ring was sized from, so that
+// a ring that kept its own size (SizeGiven false) keeps the split too.
+func wholeQuota(ringBytes int64, percent int) int64 {
+	return ringBytes / int64(100-percent) * int64(percent)
 }

@@ -16,6 +16,9 @@ import (
 // The child side of TestSurvivesKill9: open the cache, put the objects,
 // say so, keep writing more until killed.
 func TestMain(m *testing.M) {
+	if dir := os.Getenv("SHARDFS_WHOLE_CRASH_CHILD"); dir != "" {
+		wholeCrashChild(dir, os.Getenv("SHARDFS_WHOLE_CRASH_ROUND"))
+	}
 	if dir := os.Getenv("SHARDFS_CACHE_CRASH_CHILD"); dir != "" {
 		c, err := Open(context.Background(), ringConfig(dir, 256), nil)
 		if err != nil {
@@ -34,10 +37,12 @@ func TestMain(m *testing.M) {
 	os.Exit(m.Run())
 }
 
-func TestSurvivesKill9(t *testing.T) {
-	dir := t.TempDir()
+// startChild runs this test binary as a child with env added and waits
+// for it to say it is ready.
+func startChild(t *testing.T, env ...string) *exec.Cmd {
+	t.Helper()
 	child := exec.Command(os.Args[0], "-test.run=^$")
-	child.Env = append(os.Environ(), "SHARDFS_CACHE_CRASH_CHILD="+dir)
+	child.Env = append(os.Environ(), env...)
 	out, err := child.StdoutPipe()
 	if err != nil {
 		t.Fatal(err)
@@ -52,9 +57,15 @@ func TestSurvivesKill9(t *testing.T) {
 		child.Wait()
 		t.Fatalf("child said %q, %v", line, err)
 	}
+	return child
+}
+
+func TestSurvivesKill9(t *testing.T) {
+	dir := t.TempDir()
+	child := startChild(t, "SHARDFS_CACHE_CRASH_CHILD="+dir)
 
 	// While the child owns the dir, nobody else may.
-	_, err = Open(context.Background(), ringConfig(dir, 256), nil)
+	_, err := Open(context.Background(), ringConfig(dir, 256), nil)
 	if !errors.Is(err, ErrLocked) || !strings.Contains(err.Error(), fmt.Sprintf("pid %d", child.Process.Pid)) {
 		t.Fatalf("Open while pid %d owns the dir = %v, want ErrLocked naming it", child.Process.Pid, err)
 	}

@@ -21,6 +21,13 @@
 // emptied. A ring that fails during the run is switched off with one
 // warning; the RAM tier and the network keep serving.
 //
+// Beside the ring, complete shards are kept as whole files, one per object
+// version, under CACHE_DIR/shards (shardfile.go): offsets equal to the
+// shard's, so the kernel can read them in place of the mount (FUSE
+// passthrough). They are made only from verified ring blocks, vouched for by
+// a synced journal, and share the one size bound (Config.WholeShardPercent
+// of Size; the ring gets the rest).
+//
 // The API is small and speaks in block indexes: Lookup says which tiers
 // hold a block, Get returns one (bytes and the tier that served), ReadAt
 // copies a byte range out, Put stores fetched blocks with a Placement

@@ -3,7 +3,7 @@ package cache
 import (
 	"context"
 	"fmt"
-	"os"
+	"io/fs"
 	"path/filepath"
 	"strings"
 	"syscall"
@@ -13,17 +13,20 @@ import (
 // dirBytes sums the sizes and the allocated bytes of the files in dir.
 func dirBytes(t *testing.T, dir string) (size, allocated int64) {
 	t.Helper()
-	entries, err := os.ReadDir(dir)
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, e := range entries {
-		fi, err := os.Stat(filepath.Join(dir, e.Name()))
+	err := filepath.WalkDir(dir, func(path string, e fs.DirEntry, err error) error {
+		if err != nil || !e.Type().IsRegular() {
+			return err
+		}
+		fi, err := e.Info()
 		if err != nil {
-			t.Fatal(err)
+			return err
 		}
 		size += fi.Size()
 		allocated += fi.Sys().(*syscall.Stat_t).Blocks * 512
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
 	}
 	return size, allocated
 }

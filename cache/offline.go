@@ -5,19 +5,22 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"path/filepath"
 )
 
 // DirStats describes a cache dir as found on disk.
 type DirStats struct {
-	Dir       string
-	RingFile  string // "" when the dir holds no ring
-	FileBytes int64  // size of the ring file
-	BlockSize int64
-	Slots     int64
-	UsedSlots int64 // slots holding a current block
-	UsedBytes int64 // bytes of those blocks
-	Versions  int   // distinct object versions with blocks in the ring
-	OwnerPID  int   // pid of the process that owns the dir, 0 when none
+	Dir        string
+	RingFile   string // "" when the dir holds no ring
+	FileBytes  int64  // size of the ring file
+	BlockSize  int64
+	Slots      int64
+	UsedSlots  int64 // slots holding a current block
+	UsedBytes  int64 // bytes of those blocks
+	Versions   int   // distinct object versions with blocks in the ring
+	WholeFiles int64 // whole-shard files vouched for by the journal and present
+	WholeBytes int64 // their bytes
+	OwnerPID   int   // pid of the process that owns the dir, 0 when none
 }
 
 // BadSlot is a ring slot that would not be served.
@@ -29,12 +32,24 @@ type BadSlot struct {
 	Reason    string
 }
 
-// VerifyReport is the result of checking every slot of a ring.
+// BadWholeFile is a whole-shard file that failed its check and was deleted.
+type BadWholeFile struct {
+	File   string
+	Key    string // "" for a file the journal does not vouch for
+	Reason string
+}
+
+// VerifyReport is the result of checking every slot of a ring and every
+// whole-shard file.
 type VerifyReport struct {
 	Slots   int64 // slots in the ring
 	Checked int64 // slots with a valid header, whose data was read and CRC-checked
 	Good    int64 // checked slots whose data passed
 	Bad     []BadSlot
+
+	WholeChecked int64 // whole-shard files read and summed
+	WholeGood    int64
+	BadWhole     []BadWholeFile // deleted: a later read is served from the ring or the store
 }
 
 // InspectDir reads a cache dir's ring headers. It takes no lock, so it works
@@ -61,12 +76,22 @@ func InspectDir(dir string) (DirStats, error) {
 		versions[k.version] = true
 	}
 	ds.Versions = len(versions)
+	if recs, err := readJournal(filepath.Join(wholeDir(dir), journalName)); err == nil {
+		for name, r := range recs {
+			if fi, err := os.Lstat(filepath.Join(wholeDir(dir), name)); err == nil && fi.Mode().IsRegular() && fi.Size() == r.Size {
+				ds.WholeFiles++
+				ds.WholeBytes += r.Size
+			}
+		}
+	}
 	return ds, nil
 }
 
 // VerifyDir reads every slot of a cache dir's ring that has a header,
 // including slots superseded by a newer copy of their block, and checks the
-// data's CRC. It refuses with ErrLocked while a mount owns the dir.
+// data's CRC, then recomputes the CRC32C of every whole-shard file and
+// deletes those that differ from their journal record (or have none). It
+// refuses with ErrLocked while a mount owns the dir.
 func VerifyDir(dir string) (VerifyReport, error) {
 	var rep VerifyReport
 	unlock, err := lockExisting(dir)
@@ -74,6 +99,9 @@ func VerifyDir(dir string) (VerifyReport, error) {
 		return rep, err
 	}
 	defer unlock()
+	if err := verifyWholeFiles(dir, &rep); err != nil {
+		return rep, err
+	}
 	r, size, err := loadRing(dir)
 	if errors.Is(err, os.ErrNotExist) {
 		return rep, nil
@@ -110,8 +138,57 @@ func VerifyDir(dir string) (VerifyReport, error) {
 	return rep, err
 }
 
-// ClearDir empties a cache dir's ring. It refuses with ErrLocked while a
-// mount owns the dir.
+// verifyWholeFiles sums every whole-shard file of dir against its record
+// and deletes those that fail.
+func verifyWholeFiles(dir string, rep *VerifyReport) error {
+	wdir := wholeDir(dir)
+	if _, err := os.Stat(wdir); errors.Is(err, os.ErrNotExist) {
+		return nil
+	}
+	recs, err := readJournal(filepath.Join(wdir, journalName))
+	if err != nil {
+		return err
+	}
+	entries, err := os.ReadDir(wdir)
+	if err != nil {
+		return fmt.Errorf("read %s: %w", wdir, err)
+	}
+	for _, e := range entries {
+		name := e.Name()
+		if !isWholeName(name) {
+			continue
+		}
+		path := filepath.Join(wdir, name)
+		bad := BadWholeFile{File: path}
+		r, ok := recs[name]
+		if !ok {
+			bad.Reason = "no journal record vouches for it"
+		} else {
+			bad.Key = r.Key
+			rep.WholeChecked++
+			n, sum, err := sumFile(path)
+			switch {
+			case err != nil:
+				bad.Reason = err.Error()
+			case n != r.Size:
+				bad.Reason = fmt.Sprintf("%d bytes, its record says %d", n, r.Size)
+			case sum != r.Sum:
+				bad.Reason = fmt.Sprintf("CRC32C %08x, its record says %08x", sum, r.Sum)
+			default:
+				rep.WholeGood++
+				continue
+			}
+		}
+		if err := os.Remove(path); err != nil && !errors.Is(err, os.ErrNotExist) {
+			return fmt.Errorf("drop bad whole-shard file: %w", err)
+		}
+		rep.BadWhole = append(rep.BadWhole, bad)
+	}
+	return nil
+}
+
+// ClearDir empties a cache dir's ring and whole-shard files. It refuses
+// with ErrLocked while a mount owns the dir.
 func ClearDir(dir string) error {
 	unlock, err := lockExisting(dir)
 	if err != nil {
@@ -119,6 +196,9 @@ func ClearDir(dir string) error {
 	}
 	defer unlock()
 	if err := os.Remove(ringPath(dir)); err != nil && !errors.Is(err, os.ErrNotExist) {
+		return fmt.Errorf("clear cache: %w", err)
+	}
+	if err := os.RemoveAll(wholeDir(dir)); err != nil {
 		return fmt.Errorf("clear cache: %w", err)
 	}
 	return nil

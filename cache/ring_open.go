@@ -73,7 +73,7 @@ func prepareRing(ctx context.Context, file *ringFile, geo geometry, stats *count
 // both shapes. A new ring without a size asked for is made to fit its
 // filesystem, with a warning saying what was chosen.
 func chooseGeometry(file *ringFile, cfg Config, log *slog.Logger) (geometry, error) {
-	want := geometryFor(cfg.Size, cfg.BlockSize)
+	want := geometryFor(cfg.ringSize(), cfg.BlockSize)
 	old, ok, err := existingGeometry(file)
 	if err != nil {
 		return geometry{}, err
@@ -90,7 +90,7 @@ func chooseGeometry(file *ringFile, cfg Config, log *slog.Logger) (geometry, err
 			return old, nil
 		default:
 			return geometry{}, fmt.Errorf("cache dir %s holds a ring of %s (%d bytes); --cache-size %s would empty it: leave --cache-size out (or give %d) to keep its blocks, or clear it first (shardfs cache clear --cache-dir %s) to resize",
-				cfg.Dir, humanize.IBytes(uint64(old.fileSize())), old.fileSize(), humanize.IBytes(uint64(cfg.Size)), old.fileSize(), cfg.Dir)
+				cfg.Dir, humanize.IBytes(uint64(old.fileSize())), old.fileSize(), humanize.IBytes(uint64(cfg.Size)), sizeForRing(old.fileSize(), cfg.WholeShardPercent), cfg.Dir)
 		}
 	}
 	if cfg.SizeGiven {
@@ -100,7 +100,7 @@ func chooseGeometry(file *ringFile, cfg Config, log *slog.Logger) (geometry, err
 	if err := unix.Fstatfs(int(file.f.Fd()), &fs); err != nil {
 		return geometry{}, fmt.Errorf("statfs cache dir: %w", err)
 	}
-	room := int64(fs.Bavail) * fs.Bsize / 10 * 9
+	room := ringShare(int64(fs.Bavail)*fs.Bsize/10*9, cfg.WholeShardPercent)
 	if want.fileSize() <= room {
 		return want, nil
 	}

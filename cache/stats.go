@@ -22,6 +22,12 @@ type Stats struct {
 	RingSlots        int64  // slots in the ring
 	RingUsedSlots    int64  // slots holding a valid block
 	Leases           int64  // leases not yet released
+	WholeFiles       int64  // whole-shard files held
+	WholeBytes       int64  // their bytes
+	WholeQuota       int64  // bytes they may use
+	WholeMade        uint64 // whole-shard files made
+	WholeEvictions   uint64 // whole-shard files unlinked for room
+	WholeOpens       uint64 // descriptors of whole-shard files handed out
 	RingEnabled      bool
 }
 
@@ -32,6 +38,7 @@ type counters struct {
 	ringBytesRead                                    atomic.Uint64
 	puts, ringWrites, evictions, checksumFailures    atomic.Uint64
 	leases                                           atomic.Int64
+	wholeMade, wholeEvictions, wholeOpens            atomic.Uint64
 }
 
 func (k *counters) snapshot() Stats {
@@ -49,5 +56,8 @@ func (k *counters) snapshot() Stats {
 		Evictions:        k.evictions.Load(),
 		ChecksumFailures: k.checksumFailures.Load(),
 		Leases:           k.leases.Load(),
+		WholeMade:        k.wholeMade.Load(),
+		WholeEvictions:   k.wholeEvictions.Load(),
+		WholeOpens:       k.wholeOpens.Load(),
 	}
 }

@@ -389,13 +389,13 @@ func TestMountFailureShowsFusermountReason(t *testing.T) {
 	}
 }
 
-// A cache warmed with --cache-size is used whole by a mount that gives
-// none; a cache dir whose filesystem cannot hold the default ring gets a
-// smaller one, said on the terminal; an explicit size that does not fit
-// fails the mount in one line.
+// A cache warmed with --cache-size (its ring, half of it, holds the data
+// set) is used whole by a mount that gives none; a cache dir whose
+// filesystem cannot hold the default ring gets a smaller one, said on the
+// terminal; an explicit size that does not fit fails the mount in one line.
 func TestWarmedCacheIsUsedByAMountWithoutCacheSize(t *testing.T) {
 	dir := filepath.Join(t.TempDir(), "cache")
-	mustRun(t, e2e.env(), 5*time.Minute, append([]string{"warm", e2e.source(), "--cache-dir", dir, "--cache-size", "384MiB"}, e2e.endpoint()...)...)
+	mustRun(t, e2e.env(), 5*time.Minute, append([]string{"warm", e2e.source(), "--cache-dir", dir, "--cache-size", "768MiB"}, e2e.endpoint()...)...)
 	m := mountShardfs(t, e2e.source(), "--cache-dir", dir)
 	checkShards(t, m.dir, e2e.objects)
 	st := mountStats(t, m.dir)

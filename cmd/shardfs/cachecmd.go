@@ -33,6 +33,7 @@ func cacheCommand() *cli.Command {
 					fmt.Fprintf(w, "slots used\t%d of %d\n", st.UsedSlots, st.Slots)
 					fmt.Fprintf(w, "bytes cached\t%s\n", formatSize(st.UsedBytes))
 					fmt.Fprintf(w, "object versions\t%d\n", st.Versions)
+					fmt.Fprintf(w, "whole-shard files\t%d (%s)\n", st.WholeFiles, formatSize(st.WholeBytes))
 					if st.OwnerPID != 0 {
 						fmt.Fprintf(w, "owner\tpid %d (a running mount)\n", st.OwnerPID)
 					}
@@ -40,7 +41,7 @@ func cacheCommand() *cli.Command {
 				},
 			},
 			{
-				Name: "verify", Usage: "check the CRC32C of every slot; exit 1 when any is bad", Flags: dirFlag(), OnUsageError: usageError,
+				Name: "verify", Usage: "check the CRC32C of every slot and whole-shard file, deleting bad whole files; exit 1 when any is bad", Flags: dirFlag(), OnUsageError: usageError,
 				Action: func(c *cli.Context) error {
 					rep, err := cache.VerifyDir(c.String("cache-dir"))
 					if err != nil {
@@ -49,9 +50,13 @@ func cacheCommand() *cli.Command {
 					for _, b := range rep.Bad {
 						fmt.Fprintf(c.App.Writer, "bad slot %d: key %q block %d: %s\n", b.Slot, b.Key, b.Index, b.Reason)
 					}
+					for _, b := range rep.BadWhole {
+						fmt.Fprintf(c.App.Writer, "bad whole-shard file %s: key %q: %s: deleted\n", b.File, b.Key, b.Reason)
+					}
 					fmt.Fprintf(c.App.Writer, "%d slots, %d checked, %d good, %d bad\n", rep.Slots, rep.Checked, rep.Good, len(rep.Bad))
-					if len(rep.Bad) > 0 {
-						return cli.Exit(fmt.Sprintf("%d bad slots (they are never served; reads refetch them)", len(rep.Bad)), 1)
+					fmt.Fprintf(c.App.Writer, "%d whole-shard files checked, %d good, %d bad\n", rep.WholeChecked, rep.WholeGood, len(rep.BadWhole))
+					if n := len(rep.Bad) + len(rep.BadWhole); n > 0 {
+						return cli.Exit(fmt.Sprintf("%d bad slots, %d bad whole-shard files (never served; reads refetch them)", len(rep.Bad), len(rep.BadWhole)), 1)
 					}
 					return nil
 				},

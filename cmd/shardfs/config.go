@@ -64,7 +64,7 @@ func sourceConfigFrom(c *cli.Context, gets int) (sourceConfig, error) {
 
 // cacheConfigFrom reads the cache flags.
 func cacheConfigFrom(c *cli.Context) (cache.Config, error) {
-	cfg := cache.Config{Dir: c.String("cache-dir")}
+	cfg := cache.Config{Dir: c.String("cache-dir"), WholeShardPercent: c.Int("whole-shard-percent")}
 	err := sizeFlags(c, map[string]*int64{"cache-size": &cfg.Size, "memory-cache-size": &cfg.MemorySize, "block-size": &cfg.BlockSize})
 	if err != nil {
 		return cfg, err

@@ -47,6 +47,10 @@ func registerCacheMetrics(m *metrics.Metrics, c *cache.Cache) {
 	m.GaugeFunc("shardfs_cache_ring_bytes", "Bytes of valid blocks in the ring.", stat(func(s cache.Stats) float64 { return float64(s.RingBytes) }))
 	m.GaugeFunc("shardfs_cache_ram_bytes", "Bytes held by the RAM tier.", stat(func(s cache.Stats) float64 { return float64(s.RAMBytes) }))
 	m.GaugeFunc("shardfs_cache_leases", "Cache extent leases held by GPU clients.", stat(func(s cache.Stats) float64 { return float64(s.Leases) }))
+	m.GaugeFunc("shardfs_cache_whole_files", "Complete shards held as whole files (CACHE_DIR/shards).", stat(func(s cache.Stats) float64 { return float64(s.WholeFiles) }))
+	m.GaugeFunc("shardfs_cache_whole_bytes", "Bytes of the whole-shard files.", stat(func(s cache.Stats) float64 { return float64(s.WholeBytes) }))
+	m.CounterFunc("shardfs_cache_whole_made_total", "Whole-shard files made from verified ring blocks.", stat(func(s cache.Stats) float64 { return float64(s.WholeMade) }))
+	m.CounterFunc("shardfs_cache_whole_evictions_total", "Whole-shard files unlinked for room (open descriptors keep reading them).", stat(func(s cache.Stats) float64 { return float64(s.WholeEvictions) }))
 }
 
 // registerPrefetchMetrics exposes read-ahead: what it fetched, what reads

@@ -10,6 +10,7 @@ import (
 	"path/filepath"
 	"sort"
 	"sync"
+	"sync/atomic"
 	"syscall"
 	"time"
 
@@ -58,7 +59,18 @@ type warmResult struct {
 
 	mu      sync.Mutex
 	fetched int64            // bytes fetched now
+	whole   int              // shards kept as whole-shard files
 	failed  map[string]error // first failure of each shard
+}
+
+// recordWhole counts a shard kept whole, or its failure to be.
+func (r *warmResult) recordWhole(key string, ok bool, err error) {
+	r.record(key, 0, err)
+	if ok {
+		r.mu.Lock()
+		r.whole++
+		r.mu.Unlock()
+	}
 }
 
 func (r *warmResult) record(key string, n int64, err error) {
@@ -158,7 +170,10 @@ func warmCache(ctx context.Context, out io.Writer, st store.Store, c *cache.Cach
 	}
 	var todo []part
 	var total int64
+	var cached []store.Object          // every block in the ring already
+	left := map[string]*atomic.Int64{} // parts of a shard still to fetch
 	for _, o := range objs {
+		parts := int64(0)
 		for off := int64(0); off < o.Size; off += partSize {
 			n := min(partSize, o.Size-off)
 			if partCached(c, o, off, n, bs) {
@@ -167,10 +182,23 @@ func warmCache(ctx context.Context, out io.Writer, st store.Store, c *cache.Cach
 			}
 			todo = append(todo, part{o, off, n})
 			total += n
+			parts++
+		}
+		left[o.Key] = new(atomic.Int64)
+		left[o.Key].Store(parts)
+		if parts == 0 {
+			cached = append(cached, o)
 		}
 	}
 	start := time.Now()
 	bar := startProgress(out, "warm", total)
+	// A shard is made whole from the ring as soon as all of it is there:
+	// its blocks are the newest the ring holds.
+	makeWhole := func(o store.Object) {
+		ok, err := c.MakeWholeFile(ctx, o)
+		res.recordWhole(o.Key, ok, err)
+	}
+	forEach(ctx, cached, workers, makeWhole)
 	bufs := buffers(partSize)
 	forEach(ctx, todo, workers, func(p part) {
 		buf := bufs.Get().([]byte)
@@ -183,6 +211,9 @@ func warmCache(ctx context.Context, out io.Writer, st store.Store, c *cache.Cach
 		c.Put(p.obj, p.off/c.BlockSize(), buf[:n], cache.ForReadAhead)
 		bar.Add64(int64(n))
 		res.record(p.obj.Key, int64(n), nil)
+		if left[p.obj.Key].Add(-1) == 0 {
+			makeWhole(p.obj)
+		}
 	})
 	bar.Finish()
 	res.elapsed = time.Since(start)
@@ -243,8 +274,8 @@ func readWhole(ctx context.Context, path string, buf []byte, bar *progressbar.Pr
 
 func reportWarm(w io.Writer, r *warmResult, interrupted error) error {
 	rate := float64(r.fetched) / max(r.elapsed.Seconds(), 1e-3)
-	fmt.Fprintf(w, "warmed %d shards: %s fetched, %s already cached, %s, %s/s\n",
-		r.shards-len(r.failed), formatSize(r.fetched), formatSize(r.skipped), r.elapsed.Round(time.Millisecond), formatSize(int64(rate)))
+	fmt.Fprintf(w, "warmed %d shards: %s fetched, %s already cached, %s, %s/s; %d held as whole files\n",
+		r.shards-len(r.failed), formatSize(r.fetched), formatSize(r.skipped), r.elapsed.Round(time.Millisecond), formatSize(int64(rate)), r.whole)
 	if interrupted != nil {
 		return cli.Exit("interrupted: run warm again to resume", 130)
 	}

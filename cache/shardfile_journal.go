@@ -1,0 +1,200 @@
+package cache
+
+import (
+	"bytes"
+	"encoding/binary"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"strings"
+
+	"golang.org/x/sys/unix"
+)
+
+// The journal vouches for whole-shard files. A file is used only when the
+// journal holds a record naming it with its size: the record is appended
+// and synced after the file's bytes are, and before the file is renamed
+// to its name, so a file torn by a crash never has its name and a record.
+//
+// Each record is framed as
+//
+//	[payload length uint32][CRC32C of payload uint32][payload: JSON wholeRecord]
+//
+// little endian. A record torn by a crash fails its CRC (or is short) and
+// ends the journal there: what follows it is ignored.
+const (
+	wholeDirName     = "shards"
+	journalName      = "journal"
+	tmpSuffix        = ".tmp"
+	recordFrame      = 8
+	maxRecordPayload = 64 << 10
+)
+
+// wholeRecord describes one complete whole-shard file.
+type wholeRecord struct {
+	Name string `json:"name"` // the file's name: hex of the version id
+	Key  string `json:"key"`
+	ETag string `json:"etag"`
+	Size int64  `json:"size"`
+	Sum  uint32 `json:"crc32c"` // over the whole file
+}
+
+func wholeName(v versionID) string { return hex.EncodeToString(v[:]) }
+
+// isWholeName reports whether name is a whole-shard file's name.
+func isWholeName(name string) bool {
+	b, err := hex.DecodeString(name)
+	return err == nil && len(b) == len(versionID{})
+}
+
+func wholeDir(cacheDir string) string { return filepath.Join(cacheDir, wholeDirName) }
+
+func encodeRecord(r wholeRecord) ([]byte, error) {
+	payload, err := json.Marshal(r)
+	if err != nil {
+		return nil, err
+	}
+	if len(payload) > maxRecordPayload {
+		return nil, fmt.Errorf("whole-shard record of %d bytes: key too long", len(payload))
+	}
+	out := make([]byte, recordFrame, recordFrame+len(payload))
+	binary.LittleEndian.PutUint32(out, uint32(len(payload)))
+	binary.LittleEndian.PutUint32(out[4:], checksum(payload))
+	return append(out, payload...), nil
+}
+
+// readJournal returns the records of the journal at path, the last record
+// of each name winning. A missing journal holds none.
+func readJournal(path string) (map[string]wholeRecord, error) {
+	recs := map[string]wholeRecord{}
+	b, err := os.ReadFile(path)
+	if errors.Is(err, os.ErrNotExist) {
+		return recs, nil
+	}
+	if err != nil {
+		return nil, fmt.Errorf("read whole-shard journal: %w", err)
+	}
+	for len(b) >= recordFrame {
+		n := int(binary.LittleEndian.Uint32(b))
+		sum := binary.LittleEndian.Uint32(b[4:])
+		if n > maxRecordPayload || len(b) < recordFrame+n || checksum(b[recordFrame:recordFrame+n]) != sum {
+			break // torn tail
+		}
+		var r wholeRecord
+		dec := json.NewDecoder(bytes.NewReader(b[recordFrame : recordFrame+n]))
+		dec.DisallowUnknownFields()
+		if dec.Decode(&r) == nil && isWholeName(r.Name) && r.Size > 0 {
+			recs[r.Name] = r
+		}
+		b = b[recordFrame+n:]
+	}
+	return recs, nil
+}
+
+// writeJournal replaces the journal at path with recs, atomically: a new
+// file is written, synced and renamed over the old one.
+func writeJournal(path string, recs map[string]wholeRecord) error {
+	tmp := path + tmpSuffix
+	f, err := openPrivate(tmp, os.O_WRONLY|os.O_CREATE|os.O_TRUNC)
+	if err != nil {
+		return fmt.Errorf("write whole-shard journal: %w", err)
+	}
+	var buf bytes.Buffer
+	for _, r := range recs {
+		b, err := encodeRecord(r)
+		if err != nil {
+			f.Close()
+			return err
+		}
+		buf.Write(b)
+	}
+	_, err = f.Write(buf.Bytes())
+	if err == nil {
+		err = f.Sync()
+	}
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	if err == nil {
+		err = os.Rename(tmp, path)
+	}
+	if err == nil {
+		err = syncDir(filepath.Dir(path))
+	}
+	if err != nil {
+		os.Remove(tmp)
+		return fmt.Errorf("write whole-shard journal: %w", err)
+	}
+	return nil
+}
+
+// appendRecord adds r to the open journal and syncs it.
+func appendRecord(j *os.File, r wholeRecord) error {
+	b, err := encodeRecord(r)
+	if err != nil {
+		return err
+	}
+	if _, err := j.Write(b); err != nil {
+		return err
+	}
+	return j.Sync()
+}
+
+func syncDir(dir string) error {
+	d, err := os.Open(dir)
+	if err != nil {
+		return err
+	}
+	defer d.Close()
+	return d.Sync()
+}
+
+// checkWholeFiles makes a shards dir hold only files the journal vouches
+// for: leftovers of an interrupted write (*.tmp) and files without a
+// record, or of another size than their record says, are deleted. It
+// returns the records of the files kept and their last use (mtime).
+func checkWholeFiles(dir string, recs map[string]wholeRecord) (kept map[string]wholeRecord, lastUse map[string]int64, dropped int, err error) {
+	entries, err := os.ReadDir(dir)
+	if err != nil {
+		return nil, nil, 0, fmt.Errorf("read %s: %w", dir, err)
+	}
+	kept, lastUse = map[string]wholeRecord{}, map[string]int64{}
+	for _, e := range entries {
+		name := e.Name()
+		path := filepath.Join(dir, name)
+		switch {
+		case strings.HasSuffix(name, tmpSuffix):
+			os.Remove(path)
+			continue
+		case !isWholeName(name):
+			continue // the journal, or not ours
+		}
+		var st unix.Stat_t
+		r, ok := recs[name]
+		if ok && unix.Lstat(path, &st) == nil && st.Mode&unix.S_IFMT == unix.S_IFREG && st.Size == r.Size && st.Nlink == 1 {
+			kept[name], lastUse[name] = r, st.Mtim.Nano()
+			continue
+		}
+		if err := os.Remove(path); err != nil && !errors.Is(err, os.ErrNotExist) {
+			return nil, nil, dropped, fmt.Errorf("drop unvouched whole-shard file: %w", err)
+		}
+		dropped++
+	}
+	return kept, lastUse, dropped, nil
+}
+
+// sumFile returns the size and CRC32C of the file at path.
+func sumFile(path string) (int64, uint32, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return 0, 0, err
+	}
+	defer f.Close()
+	h := newSum()
+	n, err := io.Copy(h, f)
+	return n, h.Sum32(), err
+}

@@ -22,7 +22,22 @@
 //
 // A hidden directory /.shardfs (not listed by readdir, reachable by name)
 // holds the side files: ctl (capabilities and ioctls of the GPU interface),
-// stats (JSON figures) and hints (write upcoming paths, one per line).
+// stats (JSON figures) and hints, which takes the loader's schedule, one
+// line each, in the order it will read:
+//
+//	PATH                  a file it opens next: its start is prefetched
+//	PATH OFFSET LENGTH    a byte range it reads next (a sample schedule)
+//
+// PATH is relative to the mount root or absolute under the mount point;
+// OFFSET and LENGTH are decimal bytes. A line that names a file whole is a
+// PATH line, even if it ends in two numbers. Ranges go to the read path's
+// Schedule with the writing process as owner (one queue per process);
+// whole paths to Hint. Bad lines never reach either: a line naming no
+// file, a range past its file's end (clipped there; dropped when it starts
+// there), a range longer than HintRangeMax, a line that is neither form,
+// and what the read path reports (a range overlapping the writer's
+// previous one, a range refused by a full schedule) are counted per kind
+// in HintStats and logged once per 10 s per kind (hints.go).
 //
 // This package never talks to a backend except through the interfaces
 // declared in read.go and options.go; it never decides where bytes come

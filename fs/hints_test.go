@@ -13,11 +13,38 @@ import (
 	"github.com/shardfs/shardfs/store"
 )
 
-// hintRecorder is a ReadPath that keeps the hinted keys.
+// hintRecorder is a ReadPath that keeps the hinted keys and scheduled
+// ranges; its schedule refuses ranges past full and reports every range
+// of an object named "overlap.tar" as overlapping.
 type hintRecorder struct {
 	ReadPath
-	mu   sync.Mutex
-	keys []string
+	mu     sync.Mutex
+	keys   []string
+	ranges []string
+	full   int
+}
+
+func (h *hintRecorder) Schedule(owner uint64, ranges []ScheduledRange) ScheduleResult {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	res := ScheduleResult{FirstOverlapping: -1, FirstFull: -1}
+	for i, r := range ranges {
+		switch {
+		case h.full > 0 && len(h.ranges) >= h.full:
+			if res.Full == 0 {
+				res.FirstFull = i
+			}
+			res.Full++
+		case r.Obj.Key == "overlap.tar":
+			if res.Overlapping == 0 {
+				res.FirstOverlapping = i
+			}
+			res.Overlapping++
+		default:
+			h.ranges = append(h.ranges, fmt.Sprintf("%d:%s@%d+%d", owner, r.Obj.Key, r.Off, r.Len))
+		}
+	}
+	return res
 }
 
 func (h *hintRecorder) Hint(objs ...store.Object) {
@@ -55,7 +82,7 @@ func hintsMount(keys ...string) (*mountState, *hintRecorder, *lockedBuffer) {
 	}
 	var objs []store.Object
 	for _, k := range keys {
-		objs = append(objs, store.Object{Key: k, Size: 1})
+		objs = append(objs, store.Object{Key: k, Size: 1 << 20})
 	}
 	m.current.Store(m.build(objs))
 	return m, rec, logs

@@ -18,6 +18,25 @@ type ReadPath interface {
 	OpenReader(obj store.Object, oneShot bool) Reader
 	// Hint takes the loader's schedule: objects it will open next.
 	Hint(objs ...store.Object)
+	// Schedule takes the byte ranges owner (the writing process) will
+	// read next, in order; each lies inside its object.
+	Schedule(owner uint64, ranges []ScheduledRange) ScheduleResult
+}
+
+// ScheduledRange is one range of a loader's schedule: [Off, Off+Len) of Obj.
+type ScheduledRange struct {
+	Obj      store.Object
+	Off, Len int64
+}
+
+// ScheduleResult is what the read path did not take of a schedule, for the
+// hints counters: ranges overlapping the writer's previous one (only their
+// new bytes are kept) and ranges refused by a full schedule, with the
+// index of the first of each in the ranges given (-1 when none), an
+// example for the log.
+type ScheduleResult struct {
+	Overlapping, Full           int
+	FirstOverlapping, FirstFull int
 }
 
 // Reader reads one open file. Its reads may run concurrently.

@@ -2,6 +2,8 @@ package fs
 
 import (
 	"context"
+	"fmt"
+	"strings"
 	"sync"
 	"syscall"
 
@@ -140,8 +142,10 @@ func (h *snapshotHandle) Release(ctx context.Context) syscall.Errno {
 	return 0
 }
 
-// hintsFile takes the loader's schedule: paths relative to the mount root,
-// one per line, prefetched in the order written.
+// hintsFile takes the loader's schedule, one line each, in the order it
+// will read: a path relative to the mount root (or absolute under the
+// mount point), whose start is prefetched, or PATH OFFSET LENGTH, a byte
+// range of it (package doc).
 type hintsFile struct {
 	gofs.Inode
 	m *mountState
@@ -204,7 +208,7 @@ func (h *hintsHandle) Write(ctx context.Context, data []byte, off int64) (uint32
 		h.m.hints.refused.Add(1)
 		return 0, syscall.E2BIG
 	}
-	h.m.hint(lines)
+	h.m.hint(writerOf(ctx), lines)
 	return uint32(len(data)), 0
 }
 
@@ -212,37 +216,82 @@ func (h *hintsHandle) Flush(ctx context.Context) syscall.Errno {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	if len(h.partial) > 0 {
-		h.m.hint([][]byte{h.partial})
+		h.m.hint(writerOf(ctx), [][]byte{h.partial})
 		h.partial = nil
 	}
 	return 0
 }
 
-// hint resolves paths and hands the known ones to the prefetcher.
-func (m *mountState) hint(lines [][]byte) {
+// hint resolves the lines of one write: whole paths go to the
+// prefetcher's hints, ranges to owner's schedule (owner: the writing
+// process), bad lines to their counters.
+func (m *mountState) hint(owner uint64, lines [][]byte) {
 	var objs []store.Object
-	var unknown uint64
-	var first string
+	var ranges []ScheduledRange
+	var bad [hintProblems]uint64
+	var example [hintProblems]string
+	note := func(kind hintProblem, line []byte) {
+		if bad[kind] == 0 {
+			example[kind] = strings.ToValidUTF8(string(line), "?")
+		}
+		bad[kind]++
+	}
+	t := m.tree()
+	isFile := func(path string) bool { _, ok := t.object(path); return ok }
 	for _, line := range lines {
-		path := hintPath(line, m.opts.MountPoint)
-		if path == "" {
-			continue
+		h, ok, garbage := parseHint(line, m.opts.MountPoint, isFile)
+		if garbage {
+			note(hintGarbage, line)
 		}
-		obj, ok := m.tree().object(path)
 		if !ok {
-			if unknown == 0 {
-				first = path
-			}
-			unknown++
 			continue
 		}
-		objs = append(objs, obj)
+		obj, found := t.object(h.path)
+		switch {
+		case !found:
+			note(hintUnknown, []byte(h.path))
+		case !h.ranged:
+			objs = append(objs, obj)
+		case h.length > HintRangeMax:
+			note(hintHuge, line)
+		case h.off >= obj.Size:
+			note(hintPastEOF, line)
+		default:
+			if h.length > obj.Size-h.off {
+				note(hintPastEOF, line)
+			}
+			ranges = append(ranges, ScheduledRange{Obj: obj, Off: h.off, Len: min(h.length, obj.Size-h.off)})
+		}
 	}
 	m.hints.lines.Add(uint64(len(objs)))
-	if unknown > 0 {
-		m.hints.unknownPaths(m.opts.Log, unknown, first)
-	}
 	if len(objs) > 0 {
 		m.opts.ReadPath.Hint(objs...)
 	}
+	if len(ranges) > 0 {
+		res := m.opts.ReadPath.Schedule(owner, ranges)
+		m.hints.ranges.Add(uint64(len(ranges)))
+		bad[hintOverlapping] += uint64(res.Overlapping)
+		bad[hintFull] += uint64(res.Full)
+		example[hintOverlapping], example[hintFull] = rangeText(ranges, res.FirstOverlapping), rangeText(ranges, res.FirstFull)
+	}
+	for kind := range hintProblems {
+		m.hints.problem(m.opts.Log, kind, bad[kind], example[kind])
+	}
+}
+
+// rangeText writes ranges[i] as its hints line, "" when i is out of range.
+func rangeText(ranges []ScheduledRange, i int) string {
+	if i < 0 || i >= len(ranges) {
+		return ""
+	}
+	return fmt.Sprintf("%s %d %d", ranges[i].Obj.Key, ranges[i].Off, ranges[i].Len)
+}
+
+// writerOf is the process a FUSE request came from: the owner of the
+// schedule it writes. 0 when the request carries none.
+func writerOf(ctx context.Context) uint64 {
+	if c, ok := fuse.FromContext(ctx); ok {
+		return uint64(c.Pid)
+	}
+	return 0
 }

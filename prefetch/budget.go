@@ -37,7 +37,8 @@ func (s *Scheduler) affordHintLocked(size int64) bool {
 // evictOneLocked drops one part that no read is using, to make room for a
 // read by requester, and reports whether it found one. In order: the
 // furthest part of the stream holding the most, if that is over its share;
-// then the newest prefetch for an object not open; then the furthest part
+// then the newest prefetch for an object not open; then the part made
+// last for a loader's schedule that no stream holds; then the furthest part
 // of the stream holding the most, whatever it holds.
 func (s *Scheduler) evictOneLocked(requester *Stream) bool {
 	richest, furthest := s.richestLocked()
@@ -50,6 +51,10 @@ func (s *Scheduler) evictOneLocked(requester *Stream) bool {
 			s.evictLocked(p)
 			return true
 		}
+	}
+	if p := s.newestScheduledLocked(); p != nil {
+		s.evictLocked(p)
+		return true
 	}
 	if furthest != nil {
 		s.evictLocked(furthest)

@@ -8,7 +8,7 @@ func (s *Scheduler) checkLocked() {
 	if !invariants {
 		return
 	}
-	var live, spec, dying, allocated int64
+	var live, spec, dying, allocated, sched int64
 	running := 0
 	for p := range s.registry.live {
 		switch p.state {
@@ -34,6 +34,12 @@ func (s *Scheduler) checkLocked() {
 		if p.dying {
 			dying += p.size
 		}
+		if p.scheduled {
+			sched += p.size
+		}
+		if _, kept := s.sched.parts[p]; kept != (len(p.sched) > 0) || (kept && !p.live()) {
+			panic("prefetch: a part keeps scheduled ranges but is not listed, or the reverse: " + p.String())
+		}
 		if p.live() {
 			for b := p.off / s.cfg.BlockSize; b*s.cfg.BlockSize < p.end; b++ {
 				if p.o.parts[b] != p {
@@ -49,6 +55,10 @@ func (s *Scheduler) checkLocked() {
 		panic("prefetch: budget charged differs from live parts")
 	case spec != s.budget.specInUse:
 		panic("prefetch: prefetch budget differs from its parts")
+	case sched != s.sched.inUse || s.sched.inUse > s.cfg.Memory/2:
+		panic("prefetch: schedule budget differs from its parts, or exceeds half the budget")
+	case s.sched.queued > MaxScheduledRanges:
+		panic("prefetch: more ranges queued than the schedule's cap")
 	case dying != s.budget.dying:
 		panic("prefetch: dying budget differs from its parts")
 	case allocated != s.budget.allocated:

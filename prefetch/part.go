@@ -81,7 +81,14 @@ type part struct {
 	// are in the cache (a reader that read its first block and went on
 	// must not cancel the rest).
 	dense bool
-	spec  specKind
+	// scheduled: made for the loader's schedule (schedule.go), charged to
+	// its half of the budget; schedMade orders such parts for eviction.
+	// sched are the scheduled ranges the part keeps until a read reaches
+	// them, whoever made it.
+	scheduled bool
+	schedMade uint64
+	sched     []schedRef
+	spec      specKind
 	// head, when not 0, is the size of a first GET for the read that made
 	// the part (see Config.HeadSize); fetched is how many leading bytes
 	// that GET brought once it is over. madeAtRead is the object's read
@@ -114,7 +121,7 @@ func (p *part) String() string {
 
 // wanted reports whether an open stream, a read or a prefetch still wants p.
 func (p *part) wanted() bool {
-	if p.pins > 0 || p.spec != specNone || p.denseInFlight() {
+	if p.pins > 0 || p.spec != specNone || p.denseInFlight() || len(p.sched) > 0 {
 		return true
 	}
 	for st := range p.holders {
@@ -127,7 +134,7 @@ func (p *part) wanted() bool {
 
 // unused reports whether nothing keeps p: no stream, no read, no prefetch.
 func (p *part) unused() bool {
-	return len(p.holders) == 0 && p.pins == 0 && p.spec == specNone && !p.denseInFlight()
+	return len(p.holders) == 0 && p.pins == 0 && p.spec == specNone && !p.denseInFlight() && len(p.sched) == 0
 }
 
 // denseInFlight reports whether p is a background part whose bytes have
@@ -218,6 +225,7 @@ func (s *Scheduler) removeLocked(p *part) {
 	}
 	clear(p.holders)
 	s.unspecLocked(p)
+	s.dropScheduleOfLocked(p)
 	switch p.state {
 	case partQueued, partParked:
 		p.err = ErrClosed
@@ -252,12 +260,16 @@ func (s *Scheduler) freeLocked(p *part) {
 	if p.dense {
 		s.budget.denseInUse -= p.size
 	}
+	if p.scheduled {
+		s.sched.inUse -= p.size
+	}
 	if p.dying {
 		s.budget.dying -= p.size
 	}
 	s.notifyLocked()
 	s.pumpHintsLocked()
 	s.pumpDenseLocked()
+	s.pumpScheduleLocked()
 }
 
 // releaseIfUnusedLocked removes p when nothing keeps it any more.

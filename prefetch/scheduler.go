@@ -85,6 +85,7 @@ type Scheduler struct {
 	budget   budget
 	registry registry
 	gets     getSlots
+	sched    schedule
 	stats    Stats
 
 	// Test seams, run when a read starts to wait: for budget (under mu),
@@ -106,6 +107,7 @@ func NewScheduler(cfg Config, f Fetcher, sink Sink, log *slog.Logger) *Scheduler
 	return &Scheduler{
 		cfg: cfg, fetch: f, sink: sink, cache: cache, log: log, ctx: ctx, cancel: cancel,
 		budget: budget{released: make(chan struct{})},
+		sched:  schedule{owners: map[uint64]*scheduleQueue{}, parts: map[*part]struct{}{}},
 		registry: registry{
 			objects: map[objectID]*object{},
 			streams: map[*Stream]struct{}{},
@@ -132,6 +134,8 @@ func (s *Scheduler) Close() {
 		}
 		s.registry.hints = nil
 		s.registry.dense = nil
+		s.sched.turn, s.sched.queued = nil, 0
+		clear(s.sched.owners)
 		s.notifyLocked()
 	}
 	s.mu.Unlock()
@@ -187,6 +191,8 @@ func (s *Scheduler) Stats() Stats {
 	st.InUseBytes = s.budget.inUse
 	st.Streams = int64(len(s.registry.streams))
 	st.Running = int64(s.gets.running)
+	st.ScheduleQueued = int64(s.sched.queued)
+	st.ScheduleInUseBytes = s.sched.inUse
 	return st
 }
 

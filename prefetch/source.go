@@ -15,6 +15,9 @@ import (
 //
 // A read of a handle (Reader.Read) is answered by the first of:
 //
+//  0. A part kept for the loader's schedule (schedule.go) that holds the
+//     whole read, in flight or fetched: it is served from the part, which
+//     lets go of it once its scheduled ranges are read.
 //  1. The RAM tier, when it holds every block of the read. A one-shot read
 //     (the GPU interface's READ: no page cache behind it, and no
 //     later read for read-ahead to serve) looks in the ring as well, and
@@ -48,9 +51,14 @@ import (
 // What a part fetched goes to the cache with the placement placementOf
 // gives: the ring alone for read-ahead and sequential readers (they read
 // it from the part, and the page cache keeps it), RAM and ring for random
-// readers (they come back for single blocks) and for the background parts
-// of a dense object, whose reads are random. A dense part read from the
-// ring is copied into RAM as it is read (ringPlacementOf).
+// readers (they come back for single blocks), for the background parts
+// of a dense object, whose reads are random, and for parts made for a
+// loader's schedule, whose other samples in the same blocks come later.
+// A dense or scheduled part read from the ring is copied into RAM as it is
+// read (ringPlacementOf).
+//
+// While a loader's schedule is queued or held, random reads do not turn
+// an object dense: the schedule says what is read next.
 
 // Read answers len(p) bytes at off, io.ReaderAt's way: short only at the
 // end of the object, with io.EOF. data is p[:n], or bytes the read path
@@ -65,6 +73,11 @@ func (r *Reader) Read(ctx context.Context, p []byte, off int64) (data []byte, ti
 		return nil, metrics.TierCache, nil, io.EOF
 	}
 	q, short := clip(r.obj, p, off)
+	if r.s.heldBySchedule(r.obj, off, off+int64(len(q))) {
+		// A part kept for the loader's schedule holds the read: serve it
+		// from there (step 2) rather than read a ring block for it.
+		return r.fromStream(ctx, p, off)
+	}
 	if data, ok := r.fromCache(q, off); ok {
 		// The stream still hears of reads served by the cache, so its
 		// read-ahead keeps pace with the reader and next-shard prefetch
@@ -77,6 +90,11 @@ func (r *Reader) Read(ctx context.Context, p []byte, off int64) (data []byte, ti
 		}
 		return data, metrics.TierCache, nil, nil
 	}
+	return r.fromStream(ctx, p, off)
+}
+
+// fromStream answers a read from the handle's stream (step 2).
+func (r *Reader) fromStream(ctx context.Context, p []byte, off int64) (data []byte, tier string, release func(), err error) {
 	st := r.openStream()
 	if st == nil {
 		return nil, metrics.TierNetwork, nil, fmt.Errorf("read %s: handle released: %w", r.obj.Key, context.Canceled)
@@ -196,17 +214,17 @@ func (s *Scheduler) fellBackToStore(p *part) {
 
 // placementOf is where the bytes p fetched go in the cache.
 func placementOf(p *part) cache.Placement {
-	if p.dense || !(p.ahead || p.streamed) {
+	if p.dense || p.scheduled || !(p.ahead || p.streamed) {
 		return cache.ForRandomRead
 	}
 	return cache.ForReadAhead
 }
 
 // ringPlacementOf is what reading p's blocks from the ring does with them:
-// a dense part's go into RAM, where random reads look first; others stay
-// in the part alone.
+// a dense or scheduled part's go into RAM, where random reads look first;
+// others stay in the part alone.
 func ringPlacementOf(p *part) cache.Placement {
-	if p.dense {
+	if p.dense || p.scheduled {
 		return cache.ForRandomRead
 	}
 	return cache.ForReadAhead
@@ -218,7 +236,7 @@ func ringPlacementOf(p *part) cache.Placement {
 func (s *Scheduler) noteRandomLocked(o *object, need Range) {
 	bs := s.cfg.BlockSize
 	blocks := ceilTo(o.obj.Size, bs) / bs
-	if !s.cfg.DenseRandom || need.Empty() || blocks > maxTrackedBlocks {
+	if !s.cfg.DenseRandom || need.Empty() || blocks > maxTrackedBlocks || s.sched.active() {
 		return
 	}
 	id := objectID{o.obj.Key, o.obj.ETag}

@@ -27,4 +27,10 @@ type Stats struct {
 	Errors                int64 // GETs that failed
 	DenseObjects          int64 // objects random reads used densely enough to fetch the rest in the background
 	DenseParts            int64 // parts fetched (or read from the ring) for them
+	ScheduledRanges       int64 // ranges of loaders' schedules queued
+	ScheduleParts         int64 // parts fetched (or read from the ring) for them
+	ScheduleRead          int64 // scheduled ranges a read reached while a part kept them
+	ScheduleSkipped       int64 // scheduled ranges dropped because their reader had gone past them
+	ScheduleQueued        int64 // ranges queued now, their parts not yet made
+	ScheduleInUseBytes    int64 // budget held now by parts made for schedules
 }

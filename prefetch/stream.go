@@ -170,6 +170,7 @@ func (st *Stream) Observe(off, n int64) {
 			pos = (pos/s.cfg.BlockSize + 1) * s.cfg.BlockSize
 			continue
 		}
+		s.consumeScheduleLocked(p, Range{pos, min(end, p.end)})
 		s.creditLocked(st, p, min(end, p.end)-pos, plan.Sequential)
 		pos = p.end
 	}
@@ -282,6 +283,7 @@ func (st *Stream) serve(ctx context.Context, p *part, pos, end int64, sequential
 			s.stats.PrefetchedServedBytes += int64(len(got))
 		}
 		fromCache = p.fromCache
+		s.consumeScheduleLocked(p, Range{pos, pos + int64(len(got))})
 		s.creditLocked(st, p, int64(len(got)), sequential)
 		if dst != nil || err != nil {
 			s.unpinLocked(p)

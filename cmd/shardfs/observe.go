@@ -78,6 +78,12 @@ func registerPrefetchMetrics(m *metrics.Metrics, s *prefetch.Scheduler) {
 	m.CounterFunc("shardfs_prefetch_evicted_total", "Prefetched parts dropped to make room for another read.", stat(func(s prefetch.Stats) float64 { return float64(s.Evicted) }))
 	m.CounterFunc("shardfs_prefetch_dense_objects_total", "Objects random reads used densely (a map-style epoch), whose rest was then fetched in the background.", stat(func(s prefetch.Stats) float64 { return float64(s.DenseObjects) }))
 	m.CounterFunc("shardfs_prefetch_dense_parts_total", "Background parts fetched (or read from the ring) for objects read densely.", stat(func(s prefetch.Stats) float64 { return float64(s.DenseParts) }))
+	m.CounterFunc("shardfs_prefetch_schedule_ranges_total", "Ranges of loaders' sample schedules queued.", stat(func(s prefetch.Stats) float64 { return float64(s.ScheduledRanges) }))
+	m.CounterFunc("shardfs_prefetch_schedule_parts_total", "Parts fetched (or read from the disk cache) for sample schedules.", stat(func(s prefetch.Stats) float64 { return float64(s.ScheduleParts) }))
+	m.CounterFunc("shardfs_prefetch_schedule_read_total", "Scheduled ranges a read reached while a part kept them.", stat(func(s prefetch.Stats) float64 { return float64(s.ScheduleRead) }))
+	m.CounterFunc("shardfs_prefetch_schedule_skipped_total", "Scheduled ranges dropped because their reader had gone past them.", stat(func(s prefetch.Stats) float64 { return float64(s.ScheduleSkipped) }))
+	m.GaugeFunc("shardfs_prefetch_schedule_queued", "Scheduled ranges queued now, their parts not yet made.", stat(func(s prefetch.Stats) float64 { return float64(s.ScheduleQueued) }))
+	m.GaugeFunc("shardfs_prefetch_schedule_in_use_bytes", "Read-ahead budget held now by parts made for sample schedules (at most half the budget).", stat(func(s prefetch.Stats) float64 { return float64(s.ScheduleInUseBytes) }))
 	m.CounterFunc("shardfs_prefetch_errors_total", "Read-ahead GETs that failed.", stat(func(s prefetch.Stats) float64 { return float64(s.Errors) }))
 }
 
@@ -85,6 +91,12 @@ func registerPrefetchMetrics(m *metrics.Metrics, s *prefetch.Scheduler) {
 func registerHintMetrics(m *metrics.Metrics, root *shardfs.Root) {
 	m.CounterFunc("shardfs_hint_lines_total", "Hints lines that named a file of the mount.", func() float64 { return float64(root.HintStats().Lines) })
 	m.CounterFunc("shardfs_hint_unknown_lines_total", "Hints lines that named no file of the mount (logged once per 10 s).", func() float64 { return float64(root.HintStats().Unknown) })
+	m.CounterFunc("shardfs_hint_range_lines_total", "PATH OFFSET LENGTH hints lines passed to the sample schedule.", func() float64 { return float64(root.HintStats().Ranges) })
+	m.CounterFunc("shardfs_hint_past_eof_lines_total", "Hint ranges reaching past the end of their file (clipped; dropped when they start there).", func() float64 { return float64(root.HintStats().PastEOF) })
+	m.CounterFunc("shardfs_hint_huge_lines_total", "Hint ranges longer than 256 MiB (dropped).", func() float64 { return float64(root.HintStats().Huge) })
+	m.CounterFunc("shardfs_hint_garbage_lines_total", "Hints lines neither a path nor PATH OFFSET LENGTH (dropped).", func() float64 { return float64(root.HintStats().Garbage) })
+	m.CounterFunc("shardfs_hint_overlapping_lines_total", "Hint ranges overlapping the same writer's previous range (only new bytes kept).", func() float64 { return float64(root.HintStats().Overlapping) })
+	m.CounterFunc("shardfs_hint_full_lines_total", "Hint ranges refused because the schedule held its cap (65536 ranges).", func() float64 { return float64(root.HintStats().Full) })
 	m.CounterFunc("shardfs_hint_refused_writes_total", "Writes to the hints file refused with E2BIG: a line longer than 4096 bytes.", func() float64 { return float64(root.HintStats().Refused) })
 }
 

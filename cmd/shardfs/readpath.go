@@ -16,6 +16,19 @@ func (p readPath) OpenReader(obj store.Object, oneShot bool) shardfs.Reader {
 	return p.Scheduler.OpenReader(obj, oneShot)
 }
 
+// Schedule hands a loader's schedule to the scheduler.
+func (p readPath) Schedule(owner uint64, ranges []shardfs.ScheduledRange) shardfs.ScheduleResult {
+	in := make([]prefetch.Scheduled, len(ranges))
+	for i, r := range ranges {
+		in[i] = prefetch.Scheduled{Obj: r.Obj, Off: r.Off, Len: r.Len}
+	}
+	res := p.Scheduler.Schedule(owner, in)
+	return shardfs.ScheduleResult{
+		Overlapping: res.Overlapping, Full: res.Full,
+		FirstOverlapping: res.FirstOverlapping, FirstFull: res.FirstFull,
+	}
+}
+
 // newPrefetcher builds the scheduler of a mount over its listing. Dense
 // random reads fetch the rest of an object only where a cache tier keeps
 // it.

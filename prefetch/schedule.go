@@ -1,0 +1,415 @@
+package prefetch
+
+import (
+	"slices"
+
+	"github.com/shardfs/shardfs/store"
+)
+
+// The sample schedule: the exact byte ranges a loader will read next, in
+// the order it will read them (a map-style epoch: one range per sample, in
+// the sampler's permutation). Each writer (an owner: the process that
+// wrote the ranges) has its own queue; the queues are served in turn.
+//
+//   - Coalescing. A range that touches or overlaps the blocks of the
+//     owner's previous range in the same object, within one PartSize
+//     part, joins it (coalesce): neighbouring samples cost one GET.
+//   - Fetching. pumpScheduleLocked makes the parts of queued ranges in
+//     order while parts made for the schedule take at most half the
+//     budget and no read waits for budget: a window ahead of the reader,
+//     as wide as that half. Blocks the RAM tier holds are left out;
+//     blocks in the ring are read from there (partSource).
+//   - Freeing. A part keeps the scheduled ranges it covers (part.sched)
+//     until a read (served from the part or from the cache) overlaps each
+//     of them; then nothing keeps it for the schedule. Its bytes went to
+//     the RAM tier and ring as they arrived (placementOf), where a
+//     sample's neighbours in the same block are found later.
+//   - Bounds. At most MaxScheduledRanges ranges are queued, across
+//     maxScheduleOwners owners; past that ranges are refused and counted.
+//     Ranges the reader has gone past (an owner's range read after them)
+//     are dropped from the queue and from the parts, so ranges never read
+//     cannot keep the window full; a read waiting for budget may evict a
+//     scheduled part no read is using, as it evicts prefetch.
+//
+// Served bytes come through source.go like any other read: a read inside
+// a scheduled part is answered from the part (heldBySchedule), before the
+// cache tiers are looked at.
+
+// Scheduled is one range of a loader's schedule: [Off, Off+Len) of Obj,
+// which the caller has checked lies inside the object.
+type Scheduled struct {
+	Obj      store.Object
+	Off, Len int64
+}
+
+// ScheduleResult says what Schedule did with the ranges it was given.
+type ScheduleResult struct {
+	Queued      int // ranges queued, alone or joined to their neighbour
+	Overlapping int // ranges overlapping the owner's previous one: only their new bytes are queued
+	Full        int // ranges refused: the schedule held MaxScheduledRanges, or maxScheduleOwners owners
+	// The index of the first overlapping and first refused range, -1
+	// when none: an example for the log.
+	FirstOverlapping, FirstFull int
+}
+
+// MaxScheduledRanges bounds the ranges queued across every owner (about
+// 100 bytes each: at most some 6 MiB of queue whatever a loader writes).
+const MaxScheduledRanges = 1 << 16
+
+// maxScheduleOwners bounds the owners with a queue: a queue is kept while
+// its ranges are queued or held, so a new owner past the bound is refused
+// until one empties.
+const maxScheduleOwners = 1024
+
+// schedule is the state of the sample schedule. Guarded by Scheduler.mu.
+type schedule struct {
+	owners  map[uint64]*scheduleQueue
+	turn    []uint64 // owners with queued ranges, served in turn from turn[0]
+	queued  int      // ranges in every queue
+	inUse   int64    // budget charged to parts made for the schedule
+	parts   map[*part]struct{}
+	made    uint64 // parts made so far, for eviction order
+	pumping bool   // pumpScheduleLocked is running: a nested call leaves the work to it
+	again   bool   // a nested call asked for another pass
+}
+
+// scheduleQueue is one owner's queued ranges and how far it has read.
+type scheduleQueue struct {
+	entries []schedEntry
+	last    schedRef // the range queued last, for overlap and coalescing
+	lastID  objectID
+	nextSeq uint64
+	readTo  uint64 // seq of the newest range a read reached, plus one
+	held    int    // refs of this owner held by parts
+}
+
+// schedEntry is a run of coalesced ranges of one object, fetched together.
+type schedEntry struct {
+	obj  store.Object
+	span Range // the blocks of refs, block-aligned (the last block may end at the object's end)
+	next int64 // where placing the entry's parts resumes
+	refs []schedRef
+}
+
+// schedRef is one range as the loader scheduled it.
+type schedRef struct {
+	owner, seq uint64
+	r          Range
+}
+
+func (s *schedule) active() bool { return s.queued > 0 || len(s.parts) > 0 }
+
+// blocksOf is r widened to whole blocks.
+func blocksOf(r Range, bs int64) Range {
+	return Range{r.Start / bs * bs, ceilTo(r.End, bs)}
+}
+
+// coalesce reports whether a range whose blocks are b joins the entry
+// whose blocks are span: they touch or overlap and together lie inside one
+// PartSize-aligned part. It returns the joined span.
+func coalesce(span, b Range, partSize int64) (Range, bool) {
+	if b.Start > span.End || b.End < span.Start {
+		return span, false
+	}
+	u := Range{min(span.Start, b.Start), max(span.End, b.End)}
+	if u.Start/partSize != (u.End-1)/partSize {
+		return span, false
+	}
+	return u, true
+}
+
+// trimOverlap takes off r what overlaps prev (the owner's previous range
+// of the same object). It reports whether they overlapped; r comes back
+// empty when prev covers it.
+func trimOverlap(prev, r Range) (Range, bool) {
+	if r.Start >= prev.End || r.End <= prev.Start {
+		return r, false
+	}
+	switch {
+	case r.Start >= prev.Start && r.End <= prev.End:
+		return Range{r.Start, r.Start}, true
+	case r.Start < prev.Start:
+		return Range{r.Start, prev.Start}, true
+	default:
+		return Range{prev.End, r.End}, true
+	}
+}
+
+// Schedule queues ranges owner will read, in that order, and starts
+// fetching them as the budget allows.
+func (s *Scheduler) Schedule(owner uint64, ranges []Scheduled) ScheduleResult {
+	res := ScheduleResult{FirstOverlapping: -1, FirstFull: -1}
+	full := func(i int) {
+		if res.Full == 0 {
+			res.FirstFull = i
+		}
+		res.Full++
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.closed {
+		return res
+	}
+	sc := &s.sched
+	q := sc.owners[owner]
+	for i, sr := range ranges {
+		r := Range{sr.Off, min(sr.Off+sr.Len, sr.Obj.Size)}
+		if r.Empty() || sr.Off < 0 {
+			continue
+		}
+		if q == nil {
+			if len(sc.owners) >= maxScheduleOwners {
+				full(i)
+				continue
+			}
+			q = &scheduleQueue{}
+			sc.owners[owner] = q
+		}
+		if sc.queued >= MaxScheduledRanges {
+			full(i)
+			continue
+		}
+		id := objectID{sr.Obj.Key, sr.Obj.ETag}
+		if id == q.lastID {
+			var overlapped bool
+			if r, overlapped = trimOverlap(q.last.r, r); overlapped {
+				if res.Overlapping == 0 {
+					res.FirstOverlapping = i
+				}
+				res.Overlapping++
+				if r.Empty() {
+					continue
+				}
+			}
+		}
+		ref := schedRef{owner: owner, seq: q.nextSeq, r: r}
+		q.nextSeq++
+		b := blocksOf(r, s.cfg.BlockSize)
+		// Join the previous entry only while its parts are still to be
+		// made: a placed entry's span no longer grows.
+		if n := len(q.entries); n > 0 && q.lastID == id && q.entries[n-1].next == q.entries[n-1].span.Start {
+			if span, ok := coalesce(q.entries[n-1].span, b, s.cfg.PartSize); ok {
+				e := &q.entries[n-1]
+				e.span, e.next = span, span.Start
+				e.refs = append(e.refs, ref)
+				q.last, res.Queued = ref, res.Queued+1
+				continue
+			}
+		}
+		if len(q.entries) == 0 {
+			sc.turn = append(sc.turn, owner)
+		}
+		q.entries = append(q.entries, schedEntry{obj: sr.Obj, span: b, next: b.Start, refs: []schedRef{ref}})
+		q.last, q.lastID = ref, id
+		sc.queued++
+		res.Queued++
+	}
+	s.stats.ScheduledRanges += int64(res.Queued)
+	s.pumpScheduleLocked()
+	return res
+}
+
+// pumpScheduleLocked makes the parts of queued ranges, one entry per owner
+// in turn, while the schedule's parts take at most half the budget and no
+// read waits for budget.
+func (s *Scheduler) pumpScheduleLocked() {
+	sc := &s.sched
+	if sc.pumping {
+		sc.again = true
+		return
+	}
+	sc.pumping = true
+	defer func() { sc.pumping = false }()
+	afford := func(size int64) bool {
+		return s.budget.waiting == 0 && s.affordLocked(size) && sc.inUse+size <= s.cfg.Memory/2
+	}
+	for pass := true; pass; {
+		sc.again = false
+		s.dropPassedLocked()
+		for len(sc.turn) > 0 && !s.closed {
+			owner := sc.turn[0]
+			q := sc.owners[owner]
+			e := &q.entries[0]
+			if e.refs[len(e.refs)-1].seq < q.readTo { // the reader went past all of it
+				s.stats.ScheduleSkipped += int64(len(e.refs))
+			} else if !s.placeLocked(e, afford) {
+				break
+			}
+			q.entries[0] = schedEntry{}
+			q.entries = q.entries[1:]
+			sc.queued--
+			sc.turn = sc.turn[1:]
+			if len(q.entries) > 0 {
+				sc.turn = append(sc.turn, owner)
+			}
+			s.forgetOwnerLocked(owner)
+		}
+		pass = sc.again && !s.closed
+	}
+}
+
+// placeLocked makes the parts of e's blocks that have none, or gives the
+// parts there e's ranges to keep, and reports whether all of e is placed.
+func (s *Scheduler) placeLocked(e *schedEntry, afford func(int64) bool) bool {
+	o := s.objectLocked(e.obj)
+	defer s.tidyLocked(o)
+	bs := s.cfg.BlockSize
+	end := min(e.span.End, e.obj.Size)
+	for e.next < end {
+		if p := s.partAt(o, e.next); p != nil {
+			s.keepForScheduleLocked(p, e.refs)
+			e.next = p.end
+			continue
+		}
+		gap, cached := s.partSource(o.obj, s.gapLocked(o, e.next, end), true)
+		if gap.Empty() { // in the RAM tier: the read finds it there
+			e.next = gap.End + bs
+			continue
+		}
+		if !afford(s.chargeOf(gap)) {
+			return false
+		}
+		p := s.registerPartLocked(o, gap, Range{}, cached)
+		p.scheduled = true
+		sc := &s.sched
+		sc.made++
+		p.schedMade = sc.made
+		sc.inUse += p.size
+		s.stats.ScheduleParts++
+		s.keepForScheduleLocked(p, e.refs)
+		s.enqueueLocked(p)
+		e.next = gap.End
+	}
+	return true
+}
+
+// keepForScheduleLocked has p keep the refs that overlap it until read.
+func (s *Scheduler) keepForScheduleLocked(p *part, refs []schedRef) {
+	for _, ref := range refs {
+		if ref.r.Start < p.end && ref.r.End > p.off && !slices.Contains(p.sched, ref) {
+			p.sched = append(p.sched, ref)
+			s.sched.owners[ref.owner].held++
+		}
+	}
+	if len(p.sched) > 0 {
+		s.sched.parts[p] = struct{}{}
+	}
+}
+
+// consumeScheduleLocked records a read of r from p: the scheduled ranges
+// it overlaps are read, their owners have read that far, and p is let go
+// when nothing else keeps it.
+func (s *Scheduler) consumeScheduleLocked(p *part, r Range) {
+	if len(p.sched) == 0 || r.Empty() {
+		return
+	}
+	passed := false
+	var owners []uint64
+	p.sched = slices.DeleteFunc(p.sched, func(ref schedRef) bool {
+		if ref.r.Start >= r.End || ref.r.End <= r.Start {
+			return false
+		}
+		q := s.sched.owners[ref.owner]
+		q.held--
+		owners = append(owners, ref.owner)
+		if ref.seq >= q.readTo {
+			q.readTo, passed = ref.seq+1, true
+		}
+		return true
+	})
+	s.stats.ScheduleRead += int64(len(owners))
+	if passed {
+		s.pumpScheduleLocked() // drops what the reader went past, and fills the room
+	}
+	s.releaseScheduledLocked(p)
+	for _, owner := range owners {
+		s.forgetOwnerLocked(owner)
+	}
+}
+
+// dropPassedLocked drops, from the parts that keep them, the ranges their
+// owner has read past without reading them: they will not be read soon.
+func (s *Scheduler) dropPassedLocked() {
+	var freed []*part
+	var owners []uint64
+	for p := range s.sched.parts {
+		p.sched = slices.DeleteFunc(p.sched, func(ref schedRef) bool {
+			q := s.sched.owners[ref.owner]
+			if ref.seq >= q.readTo {
+				return false
+			}
+			q.held--
+			owners = append(owners, ref.owner)
+			s.stats.ScheduleSkipped++
+			return true
+		})
+		if len(p.sched) == 0 {
+			freed = append(freed, p)
+		}
+	}
+	for _, p := range freed {
+		s.releaseScheduledLocked(p)
+	}
+	for _, owner := range owners {
+		s.forgetOwnerLocked(owner)
+	}
+}
+
+// releaseScheduledLocked lets p go once it keeps no scheduled range.
+func (s *Scheduler) releaseScheduledLocked(p *part) {
+	if len(p.sched) > 0 {
+		return
+	}
+	delete(s.sched.parts, p)
+	s.releaseIfUnusedLocked(p)
+}
+
+// dropScheduleOfLocked forgets the ranges p keeps: it is being removed.
+func (s *Scheduler) dropScheduleOfLocked(p *part) {
+	for _, ref := range p.sched {
+		if q := s.sched.owners[ref.owner]; q != nil {
+			q.held--
+		}
+	}
+	owners := p.sched
+	p.sched = nil
+	delete(s.sched.parts, p)
+	for _, ref := range owners {
+		s.forgetOwnerLocked(ref.owner)
+	}
+}
+
+// forgetOwnerLocked drops owner's queue once it has nothing queued or held.
+func (s *Scheduler) forgetOwnerLocked(owner uint64) {
+	if q := s.sched.owners[owner]; q != nil && len(q.entries) == 0 && q.held == 0 {
+		delete(s.sched.owners, owner)
+	}
+}
+
+// heldBySchedule reports whether [off, end) of obj lies in one part kept
+// for the schedule: the read is answered from the part (source.go).
+func (s *Scheduler) heldBySchedule(obj store.Object, off, end int64) bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if len(s.sched.parts) == 0 {
+		return false
+	}
+	o := s.registry.objects[objectID{obj.Key, obj.ETag}]
+	if o == nil {
+		return false
+	}
+	p := s.partAt(o, off)
+	return p != nil && len(p.sched) > 0 && p.end >= end
+}
+
+// newestScheduledLocked is the part made last for the schedule that no
+// read is using, for eviction; nil when none.
+func (s *Scheduler) newestScheduledLocked() *part {
+	var best *part
+	for p := range s.sched.parts {
+		if p.pins == 0 && p.scheduled && len(p.holders) == 0 && (best == nil || p.schedMade > best.schedMade) {
+			best = p
+		}
+	}
+	return best
+}

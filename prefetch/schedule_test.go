@@ -1,0 +1,264 @@
+package prefetch
+
+import (
+	"bytes"
+	"math/rand/v2"
+	"testing"
+
+	"github.com/shardfs/shardfs/store"
+)
+
+const (
+	kib = int64(1) << 10
+	mib = int64(1) << 20
+)
+
+func TestCoalesceJoinsTouchingBlocksWithinOnePart(t *testing.T) {
+	const part = 8 * mib
+	for _, tc := range []struct {
+		name     string
+		span, b  Range
+		want     Range
+		joinable bool
+	}{
+		{"same block", Range{0, mib}, Range{0, mib}, Range{0, mib}, true},
+		{"next block", Range{0, mib}, Range{mib, 2 * mib}, Range{0, 2 * mib}, true},
+		{"block before", Range{2 * mib, 3 * mib}, Range{mib, 2 * mib}, Range{mib, 3 * mib}, true},
+		{"a block between", Range{0, mib}, Range{2 * mib, 3 * mib}, Range{0, mib}, false},
+		{"across a part boundary", Range{7 * mib, 8 * mib}, Range{8 * mib, 9 * mib}, Range{7 * mib, 8 * mib}, false},
+		{"fills the part", Range{0, 7 * mib}, Range{7 * mib, 8 * mib}, Range{0, 8 * mib}, true},
+		{"inside the next part", Range{8 * mib, 9 * mib}, Range{9 * mib, 10 * mib}, Range{8 * mib, 10 * mib}, true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			got, ok := coalesce(tc.span, tc.b, part)
+			if got != tc.want || ok != tc.joinable {
+				t.Fatalf("coalesce(%v, %v) = %v, %v; want %v, %v", tc.span, tc.b, got, ok, tc.want, tc.joinable)
+			}
+		})
+	}
+}
+
+func TestTrimOverlapKeepsOnlyNewBytes(t *testing.T) {
+	for _, tc := range []struct {
+		name       string
+		prev, r    Range
+		want       Range
+		overlapped bool
+	}{
+		{"after", Range{0, 100}, Range{100, 200}, Range{100, 200}, false},
+		{"before", Range{100, 200}, Range{0, 100}, Range{0, 100}, false},
+		{"duplicate", Range{0, 100}, Range{0, 100}, Range{0, 0}, true},
+		{"inside", Range{0, 100}, Range{10, 20}, Range{10, 10}, true},
+		{"tail overlaps", Range{0, 100}, Range{50, 150}, Range{100, 150}, true},
+		{"head overlaps", Range{100, 200}, Range{50, 150}, Range{50, 100}, true},
+		{"covers prev", Range{100, 200}, Range{50, 250}, Range{50, 100}, true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			got, ok := trimOverlap(tc.prev, tc.r)
+			if ok != tc.overlapped || (got.Len() != tc.want.Len()) || (!got.Empty() && got != tc.want) {
+				t.Fatalf("trimOverlap(%v, %v) = %v, %v; want %v, %v", tc.prev, tc.r, got, ok, tc.want, tc.overlapped)
+			}
+		})
+	}
+}
+
+// A schedule's ranges become part-size GETs: neighbours in one object and
+// one part share a GET, and what overlaps the owner's previous range is
+// not asked for twice.
+func TestScheduleCoalescesNeighbouringRangesIntoGETs(t *testing.T) {
+	a, b := fakeObject("a.tar", 64*mib), fakeObject("b.tar", 64*mib)
+	sr := func(o store.Object, off, n int64) Scheduled { return Scheduled{Obj: o, Off: off, Len: n} }
+	for _, tc := range []struct {
+		name              string
+		ranges            []Scheduled
+		gets              int64
+		bytes             int64
+		queued, overlap   int
+		getsAt            map[string]int64 // "key@off" → GET size
+		wantNoGetAtBlocks []int64
+	}{
+		{name: "neighbours share one GET", ranges: []Scheduled{sr(a, 0, 100*kib), sr(a, 100*kib, 100*kib), sr(a, 200*kib, 900*kib)},
+			gets: 1, bytes: 2 * mib, queued: 3},
+		{name: "a block between splits", ranges: []Scheduled{sr(a, 0, 100*kib), sr(a, 3*mib, 100*kib)},
+			gets: 2, bytes: 2 * mib, queued: 2},
+		{name: "a part boundary splits", ranges: []Scheduled{sr(a, 7*mib+512*kib, 400*kib), sr(a, 7*mib+912*kib, 500*kib)},
+			gets: 2, bytes: 2 * mib, queued: 2},
+		{name: "another object between", ranges: []Scheduled{sr(a, 0, 100*kib), sr(b, 0, 100*kib), sr(a, 100*kib, 100*kib)},
+			gets: 2, bytes: 2 * mib, queued: 3},
+		{name: "overlap trimmed", ranges: []Scheduled{sr(a, 0, 200*kib), sr(a, 100*kib, 200*kib)},
+			gets: 1, bytes: mib, queued: 2, overlap: 1},
+		{name: "duplicate dropped", ranges: []Scheduled{sr(a, 0, 100*kib), sr(a, 0, 100*kib)},
+			gets: 1, bytes: mib, queued: 1, overlap: 1},
+		{name: "last block short", ranges: []Scheduled{sr(fakeObject("c.tar", 3*mib+5), 3*mib, 5)},
+			gets: 1, bytes: 5, queued: 1},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			f := &fakeFetcher{}
+			s := newTestScheduler(t, DefaultConfig(), f, nil)
+			res := s.Schedule(1, tc.ranges)
+			settledStats(t, s)
+			if res.Queued != tc.queued || res.Overlapping != tc.overlap || res.Full != 0 {
+				t.Errorf("result %+v, want %d queued, %d overlapping", res, tc.queued, tc.overlap)
+			}
+			if g, n := f.gets.Load(), f.askedBytes.Load(); g != tc.gets || n != tc.bytes {
+				t.Errorf("%d GETs of %d bytes, want %d of %d", g, n, tc.gets, tc.bytes)
+			}
+		})
+	}
+}
+
+// A shuffled epoch read in the schedule's order, a handle per sample, four
+// objects: every byte right, each block fetched once (the RAM tier and
+// ring keep a block's other samples), reads served from scheduled parts,
+// and nothing left charged once the epoch is read.
+func TestScheduledEpochFetchesEachBlockOnceAndFreesWhatWasRead(t *testing.T) {
+	const sample = 100 * kib
+	cfg := DefaultConfig()
+	cfg.Memory = 32 * mib // a window of 16 MiB: much less than the data
+	c := newRingCache(t, cfg.BlockSize, 64*mib)
+	f := &fakeFetcher{}
+	s := newTestScheduler(t, cfg, f, c)
+	var ranges []Scheduled
+	var total int64
+	for i := range 4 {
+		obj := fakeObject(string(rune('a'+i))+".tar", 12*mib+7*kib)
+		total += obj.Size
+		for off := int64(0); off < obj.Size; off += sample {
+			ranges = append(ranges, Scheduled{Obj: obj, Off: off, Len: min(sample, obj.Size-off)})
+		}
+	}
+	rand.New(rand.NewPCG(15, 4)).Shuffle(len(ranges), func(i, j int) { ranges[i], ranges[j] = ranges[j], ranges[i] })
+	if res := s.Schedule(7, ranges); res.Queued != len(ranges) || res.Full != 0 || res.Overlapping != 0 {
+		t.Fatalf("schedule of %d ranges: %+v", len(ranges), res)
+	}
+	buf := make([]byte, sample)
+	for _, r := range ranges {
+		rd := s.OpenReader(r.Obj, false)
+		n, _, err := rd.ReadAt(testContext(t), buf[:r.Len], r.Off)
+		rd.Close()
+		if err != nil || int64(n) != r.Len || !bytes.Equal(buf[:n], wantBytes(r.Obj, r.Off, n)) {
+			t.Fatalf("read %s at %d: n=%d err=%v, or wrong bytes", r.Obj.Key, r.Off, n, err)
+		}
+	}
+	st := settledStats(t, s)
+	if asked := f.askedBytes.Load(); asked > total*105/100 {
+		t.Errorf("the store was asked for %d bytes to read %d once (%.2fx), want at most 1.05x", asked, total, float64(asked)/float64(total))
+	}
+	if st.ScheduleParts == 0 || st.ScheduleRead == 0 {
+		t.Errorf("no read came from the schedule's parts: %+v", st)
+	}
+	if st.ScheduleInUseBytes != 0 || st.InUseBytes != 0 || st.ScheduleQueued != 0 {
+		t.Errorf("after the epoch: schedule holds %d bytes, parts %d, %d ranges queued; want nothing", st.ScheduleInUseBytes, st.InUseBytes, st.ScheduleQueued)
+	}
+	if st.PeakInUseBytes > cfg.Memory {
+		t.Errorf("peak %d bytes charged, budget %d", st.PeakInUseBytes, cfg.Memory)
+	}
+	if st.DenseObjects != 0 {
+		t.Errorf("%d objects turned dense while a schedule said what comes next", st.DenseObjects)
+	}
+}
+
+// A schedule nobody reads fetches one window, half the budget, and stops;
+// the queue past the cap is refused and counted.
+func TestScheduleNobodyReadsStaysWithinItsBounds(t *testing.T) {
+	cfg := DefaultConfig()
+	cfg.Memory = 16 * mib
+	f := &fakeFetcher{}
+	s := newTestScheduler(t, cfg, f, nil)
+	huge := fakeObject("huge.tar", 1<<40)
+	const n = MaxScheduledRanges + 5000
+	ranges := make([]Scheduled, n)
+	for i := range ranges {
+		ranges[i] = Scheduled{Obj: huge, Off: int64(i) * 2 * mib, Len: 4 * kib} // a block apart: no coalescing
+	}
+	res := s.Schedule(1, ranges)
+	st := settledStats(t, s)
+	if res.Queued+res.Full != n || res.Full == 0 {
+		t.Errorf("result %+v for %d ranges: want every range queued or refused, some refused", res, n)
+	}
+	if st.ScheduleQueued > MaxScheduledRanges {
+		t.Errorf("%d ranges queued, cap %d", st.ScheduleQueued, MaxScheduledRanges)
+	}
+	if asked := f.askedBytes.Load(); asked > cfg.Memory/2 || st.ScheduleInUseBytes > cfg.Memory/2 {
+		t.Errorf("fetched %d bytes, %d held for a schedule nobody reads; want at most half the budget (%d)", asked, st.ScheduleInUseBytes, cfg.Memory/2)
+	}
+	// Another owner gets only the room left: the queue is full.
+	room := MaxScheduledRanges - int(st.ScheduleQueued)
+	if res := s.Schedule(2, ranges[:room+10]); res.Full != 10 {
+		t.Errorf("a second owner's %d ranges with room for %d: %+v, want 10 refused", room+10, room, res)
+	}
+	if q := s.Stats().ScheduleQueued; q > MaxScheduledRanges {
+		t.Errorf("%d ranges queued, cap %d", q, MaxScheduledRanges)
+	}
+	// A read elsewhere still gets budget and the right bytes.
+	other := fakeObject("other.tar", 20*mib)
+	rd := s.OpenReader(other, false)
+	defer rd.Close()
+	buf := make([]byte, 12*mib)
+	if n, _, err := rd.ReadAt(testContext(t), buf, 0); err != nil || !bytes.Equal(buf[:n], wantBytes(other, 0, len(buf))) {
+		t.Fatalf("a read beside a full schedule: n=%d err=%v, or wrong bytes", n, err)
+	}
+}
+
+// Owners past maxScheduleOwners are refused while the others hold ranges.
+func TestScheduleRefusesOwnersPastTheCap(t *testing.T) {
+	cfg := DefaultConfig()
+	cfg.Memory = 16 * mib
+	f := &fakeFetcher{hold: make(chan struct{})}
+	s := newTestScheduler(t, cfg, f, nil)
+	obj := fakeObject("a.tar", 1<<40)
+	full := 0
+	for owner := range uint64(maxScheduleOwners + 3) {
+		full += s.Schedule(owner, []Scheduled{{Obj: obj, Off: int64(owner) * 2 * mib, Len: 10}}).Full
+	}
+	if full != 3 {
+		t.Fatalf("%d owners refused, want 3 past the cap of %d", full, maxScheduleOwners)
+	}
+}
+
+// A reader that reads a later range of its schedule has gone past the
+// earlier ones: parts kept for them are let go, and the window moves on.
+func TestScheduleDropsRangesTheReaderWentPast(t *testing.T) {
+	cfg := DefaultConfig()
+	cfg.Memory = 16 * mib // a window of 8 one-block parts
+	f := &fakeFetcher{}
+	s := newTestScheduler(t, cfg, f, nil)
+	obj := fakeObject("a.tar", 256*mib)
+	var ranges []Scheduled
+	for i := range 64 {
+		ranges = append(ranges, Scheduled{Obj: obj, Off: int64(i) * 2 * mib, Len: 64 * kib})
+	}
+	s.Schedule(1, ranges)
+	settledStats(t, s)
+	if got := f.getsAt(obj.Key, 16*mib); got != 0 {
+		t.Fatalf("range 8 fetched before anything was read: the window is 8 parts")
+	}
+	buf := make([]byte, 64*kib)
+	read := func(i int) {
+		t.Helper()
+		rd := s.OpenReader(obj, false)
+		defer rd.Close()
+		off := ranges[i].Off
+		if n, _, err := rd.ReadAt(testContext(t), buf, off); err != nil || !bytes.Equal(buf[:n], wantBytes(obj, off, len(buf))) {
+			t.Fatalf("read range %d: n=%d err=%v, or wrong bytes", i, n, err)
+		}
+	}
+	read(7)                                                           // past ranges 0-6
+	waitFor(t, func() bool { return f.getsAt(obj.Key, 28*mib) == 1 }) // range 14: ranges 0-7 let go
+	st := settledStats(t, s)
+	if st.ScheduleSkipped < 7 {
+		t.Errorf("%d ranges dropped as passed, want at least 7", st.ScheduleSkipped)
+	}
+	for i := 8; i < len(ranges); i++ {
+		read(i)
+	}
+	st = settledStats(t, s)
+	if st.ScheduleInUseBytes != 0 || st.ScheduleQueued != 0 {
+		t.Errorf("after the last range: %d bytes held, %d queued", st.ScheduleInUseBytes, st.ScheduleQueued)
+	}
+	for i := range 7 {
+		if got := f.getsAt(obj.Key, ranges[i].Off); got != 1 {
+			t.Errorf("range %d fetched %d times, want once", i, got)
+		}
+	}
+}

@@ -4,9 +4,11 @@
 # random 1 MiB reads and time to first byte, each through a fresh mount with
 # the page cache dropped. Per measurement: the RESULT line of `shardfs bench
 # files`, the bytes and GETs the daemon sent to the store, its CPU seconds
-# (/proc/PID/stat) and the load average. Loopback; needs root.
+# (/proc/PID/stat) and the load average. Loopback, or with --remote through
+# Toxiproxy (20 ms latency, 50 MB/s per connection, as scripts/bench.sh
+# --remote); needs root.
 #
-#   scripts/bench_ab.sh BIN_A BIN_B [--rounds N] [--shards N] [--shard-size SIZE] [--out DIR]
+#   scripts/bench_ab.sh BIN_A BIN_B [--remote] [--rounds N] [--shards N] [--shard-size SIZE] [--out DIR]
 #
 # Results in OUT/results.txt (OUT defaults to .work/bench-ab); wrap the run
 # in `flock /tmp/shardfs-bench.lock` on a shared box.
@@ -14,12 +16,14 @@ set -euo pipefail
 # shellcheck source=scripts/lib.sh
 source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
 
-[ $# -ge 2 ] || die "usage: scripts/bench_ab.sh BIN_A BIN_B [--rounds N] [--shards N] [--shard-size SIZE] [--out DIR]"
+[ $# -ge 2 ] || die "usage: scripts/bench_ab.sh BIN_A BIN_B [--remote] [--rounds N] [--shards N] [--shard-size SIZE] [--out DIR]"
 A=$(realpath "$1") B=$(realpath "$2")
 shift 2
-ROUNDS=5 SHARDS=10 SHARD_SIZE=48MiB OUT=$WORK_DIR/bench-ab
+ROUNDS=5 SHARDS=10 SHARD_SIZE=48MiB OUT=$WORK_DIR/bench-ab REMOTE=0
+LATENCY_MS=20 RATE_KBPS=50000 # toxiproxy's bandwidth rate is in KB/s
 while [ $# -gt 0 ]; do
 	case $1 in
+	--remote) REMOTE=1 ;;
 	--rounds) ROUNDS=$2; shift ;;
 	--shards) SHARDS=$2; shift ;;
 	--shard-size) SHARD_SIZE=$2; shift ;;
@@ -41,9 +45,10 @@ if [ ! -f "$DATA/.done" ]; then
 fi
 
 export SHARDFS_MINIO_STATE=$OUT/minio.env
-PID=
+PID= TOXI_PID=
 cleanup() {
 	set +e
+	[ -n "$TOXI_PID" ] && kill "$TOXI_PID" 2>/dev/null
 	mountpoint -q "$MNT" && fusermount3 -uz "$MNT"
 	[ -n "$PID" ] && kill "$PID" 2>/dev/null
 	"$SHARDFS_ROOT/scripts/minio.sh" stop
@@ -51,6 +56,11 @@ cleanup() {
 trap cleanup EXIT
 eval "$("$SHARDFS_ROOT/scripts/minio.sh" start)"
 "$SHARDFS_ROOT/scripts/upload.sh" "$DATA" "s3://$BUCKET" 2>&1 | tail -1 >&2
+if [ $REMOTE -eq 1 ]; then
+	start_toxiproxy "$SHARDFS_ENDPOINT_URL" "$OUT/toxiproxy.log" "$LATENCY_MS" "$RATE_KBPS"
+	export SHARDFS_ENDPOINT_URL=$TOXI_URL
+	log "toxiproxy at $TOXI_URL: ${LATENCY_MS} ms latency, ${RATE_KBPS} KB/s per connection"
+fi
 
 HZ=$(getconf CLK_TCK)
 cpu_seconds() { awk -v hz="$HZ" '{sub(/^.*\) /, ""); printf "%.2f", ($12 + $13) / hz}' "/proc/$1/stat"; }

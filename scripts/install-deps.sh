@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Installs what the demo and the tests need, and nothing when it is all there:
-#   Debian packages: fuse3, python3-torch, python3-numpy, s3fs, rclone (+ curl),
+#   Debian packages: fuse3, python3-torch, python3-numpy, s3fs, rclone, fio (+ curl),
 #   systemd (systemd-analyze verify checks the unit),
 #   python3-venv, -pip, -setuptools, -wheel (to install the Python package offline),
 #   python3-matplotlib (the accelerator-utilization plot)
@@ -10,7 +10,7 @@ set -euo pipefail
 # shellcheck source=scripts/lib.sh
 source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
 
-APT_PACKAGES=(fuse3 python3-torch python3-numpy python3-venv python3-pip python3-setuptools python3-wheel python3-matplotlib s3fs rclone curl ca-certificates systemd)
+APT_PACKAGES=(fuse3 python3-torch python3-numpy python3-venv python3-pip python3-setuptools python3-wheel python3-matplotlib s3fs rclone fio curl ca-certificates systemd)
 
 install_apt_packages() {
 	local missing=() pkg

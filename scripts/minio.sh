@@ -51,7 +51,7 @@ start() {
 	console=$(free_port)
 	url=http://127.0.0.1:$port
 	MINIO_ROOT_USER=$TEST_ACCESS_KEY MINIO_ROOT_PASSWORD=$TEST_SECRET_KEY \
-		MINIO_BROWSER=off MINIO_UPDATE=off \
+		MINIO_BROWSER=off MINIO_UPDATE=off MINIO_PROMETHEUS_AUTH_TYPE=public \
 		setsid "$MINIO_BIN" server --quiet \
 		--address "127.0.0.1:$port" --console-address "127.0.0.1:$console" \
 		--certs-dir "$data/.certs" "$data/drive" \

@@ -335,6 +335,15 @@ func TestIndexCommand(t *testing.T) {
 	if b, err := os.ReadFile(out); err != nil || !equalMembers(parseMembers(t, out, b), want) {
 		t.Fatalf("--out %s: %v, not the index", out, err)
 	}
+	if !strings.Contains(r.stderr, "0 from the cache dir, 0 from sidecars, 6 scanned") {
+		t.Errorf("shardfs index summary %q; want 6 shards scanned", r.stderr)
+	}
+	// Again over the same cache dir: nothing fetched.
+	r = runShardfs(e2e.env(), time.Minute, append([]string{"index", source, "--cache-dir", cache}, e2e.endpoint()...)...)
+	if r.code != 0 || !equalMembers(parseMembers(t, "stdout", []byte(r.stdout)), want) ||
+		!strings.Contains(r.stderr, ": 0 bytes fetched in 0 GETs; 6 from the cache dir") {
+		t.Errorf("shardfs index again with the same --cache-dir: exit %d, stderr %q; want the index, 0 GETs, 6 from the cache dir", r.code, r.stderr)
+	}
 	m := mountShardfs(t, source, append(cacheFlags(cache, "64MiB"), "--prefetch-next", "0")...)
 	before := mountStats(t, m.dir)
 	for _, key := range set.keys {

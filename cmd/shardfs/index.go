@@ -13,6 +13,7 @@ import (
 	"path/filepath"
 	"strings"
 	"syscall"
+	"time"
 
 	"github.com/urfave/cli/v2"
 
@@ -115,6 +116,7 @@ func runIndex(c *cli.Context) error {
 		return err
 	}
 	defer commit(false)
+	start := time.Now()
 	failed, err := indexShards(ctx, out, c.App.ErrWriter, x, b.objects, shards, run.Concurrency)
 	if err != nil {
 		return err
@@ -125,7 +127,22 @@ func runIndex(c *cli.Context) error {
 	if failed > 0 {
 		return cli.Exit(fmt.Sprintf("%d of %d shards could not be indexed (each named above)", failed, len(shards)), 1)
 	}
-	return commit(true)
+	if err := commit(true); err != nil {
+		return err
+	}
+	reportIndex(c.App.ErrWriter, shards, x.Stats(), &b.meter.C, time.Since(start))
+	return nil
+}
+
+// reportIndex is the closing line: what indexing cost the store, and
+// where the indexes came from.
+func reportIndex(w io.Writer, shards []store.Object, s tarindex.Stats, c *store.Counters, took time.Duration) {
+	var total int64
+	for _, o := range shards {
+		total += o.Size
+	}
+	fmt.Fprintf(w, "indexed %d shards (%s) in %s: %d bytes fetched in %d GETs; %d from the cache dir, %d from sidecars, %d scanned\n",
+		len(shards), formatSize(total), took.Round(time.Millisecond), c.BytesRead.Load(), c.GETs.Load(), s.Persisted, s.Sidecars, s.Scans)
 }
 
 // tarShards keeps the .tar objects matching include.

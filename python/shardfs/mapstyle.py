@@ -19,6 +19,7 @@ header scan. File descriptors are opened lazily in each worker process.
 import json
 import os
 import tarfile
+from concurrent.futures import ThreadPoolExecutor
 
 from .iterable import decode_member, find_shards, split_key
 from .mount import SIDE_DIR, find_mount
@@ -64,12 +65,16 @@ def index_shard(path):
     return samples
 
 
-def build_index(root):
-    """Indexes every .tar under root: {"root", "shards": [relpath], "samples": [[shard, key, members]]}."""
+def build_index(root, workers=8):
+    """Indexes every .tar under root: {"root", "shards": [relpath], "samples": [[shard, key, members]]}.
+
+    Shards are indexed workers at a time: on a mount each index is a chain of
+    small GETs (or a read of the cache dir), so shards are the parallelism."""
     shards = find_shards(root)
     samples = []
-    for s, path in enumerate(shards):
-        samples += [[s, key, members] for key, members in index_shard(path)]
+    with ThreadPoolExecutor(max_workers=max(1, workers)) as pool:
+        for s, members in enumerate(pool.map(index_shard, shards)):
+            samples += [[s, key, m] for key, m in members]
     return {"root": os.path.abspath(root), "shards": [os.path.relpath(p, root) for p in shards], "samples": samples}
 
 

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"io"
+	"sync"
 	"syscall"
 	"time"
 
@@ -21,8 +22,9 @@ import (
 type fileNode struct {
 	gofs.Inode
 	readOnly
-	m   *mountState
-	obj store.Object
+	m     *mountState
+	obj   store.Object
+	opens inodeOpens // see passthrough.go
 }
 
 var (
@@ -47,14 +49,25 @@ func (m *mountState) fileAttr(a *fuse.Attr, obj store.Object) {
 	a.SetTimes(&mt, &mt, &mt)
 }
 
-// Open pins the inode's version for the life of the handle and keeps the
-// kernel page cache across opens (the ETag pins the content of the inode),
-// or, under DirectIO, has every read answered by the daemon.
+// Open pins the inode's version for the life of the handle. A shard the
+// cache holds whole may be passed to the kernel (passthrough.go, which
+// decides); otherwise the kernel keeps its page cache across opens (the
+// ETag pins the content of the inode) or, under DirectIO, has every read
+// answered by the daemon.
 func (f *fileNode) Open(ctx context.Context, flags uint32) (gofs.FileHandle, uint32, syscall.Errno) {
 	if writeFlags(flags) {
 		return nil, 0, syscall.EROFS
 	}
-	h := &fileHandle{m: f.m, id: f.m.handles.Add(1), obj: f.obj, reader: f.m.opts.ReadPath.OpenReader(f.obj, false)}
+	h := &fileHandle{m: f.m, node: f, id: f.m.handles.Add(1), obj: f.obj}
+	mode, backing := f.openMode()
+	f.m.opens[mode].Add(1)
+	f.m.openNow.Add(1)
+	if mode == passedThrough {
+		// No FOPEN_DIRECT_IO: it would override the passthrough. The
+		// reader is made only if a READ ever comes.
+		return &passthroughHandle{fileHandle: h, backing: backing}, 0, 0
+	}
+	h.readerFor() // the read-ahead stream is known from the open on
 	if f.m.opts.PageCache == DirectIO {
 		return h, fuse.FOPEN_DIRECT_IO, 0
 	}
@@ -63,10 +76,19 @@ func (f *fileNode) Open(ctx context.Context, flags uint32) (gofs.FileHandle, uin
 
 // fileHandle is one open of a shard. Its reads may run concurrently.
 type fileHandle struct {
-	m      *mountState
-	id     uint64
-	obj    store.Object
-	reader Reader
+	m    *mountState
+	node *fileNode
+	id   uint64
+	obj  store.Object
+
+	readerOnce sync.Once
+	reader     Reader // nil until readerFor, and after Release
+}
+
+// readerFor returns the handle's reader, made on first use.
+func (h *fileHandle) readerFor() Reader {
+	h.readerOnce.Do(func() { h.reader = h.m.opts.ReadPath.OpenReader(h.obj, false) })
+	return h.reader
 }
 
 var (
@@ -80,7 +102,7 @@ var (
 // Done releases the part once it has.
 func (h *fileHandle) Read(ctx context.Context, dest []byte, off int64) (fuse.ReadResult, syscall.Errno) {
 	start := time.Now()
-	data, tier, release, err := h.reader.Read(ctx, dest, off)
+	data, tier, release, err := h.readerFor().Read(ctx, dest, off)
 	rep := reply{data: data, release: release}
 	if err != nil && errors.Is(err, io.EOF) {
 		err = nil
@@ -97,7 +119,12 @@ func (h *fileHandle) Read(ctx context.Context, dest []byte, off int64) (fuse.Rea
 }
 
 func (h *fileHandle) Release(ctx context.Context) syscall.Errno {
-	h.reader.Close()
+	h.readerOnce.Do(func() {}) // no reader is made after this
+	if h.reader != nil {
+		h.reader.Close()
+	}
+	h.node.released()
+	h.m.openNow.Add(-1)
 	if h.m.opts.GDS != nil {
 		h.m.opts.GDS.Release(h.id)
 	}

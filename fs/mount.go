@@ -73,6 +73,7 @@ func Mount(dir string, root *Root, k KernelOptions) (*fuse.Server, error) {
 	if err != nil {
 		return nil, err
 	}
+	root.m.probePassthrough(server)
 	if k.ReadAheadKB > 0 {
 		if err := setReadAhead(dir, k.ReadAheadKB); err != nil {
 			root.m.opts.Log.Info("kernel read-ahead left at its default", "err", err)

@@ -34,6 +34,13 @@ type Options struct {
 	// and failure.
 	ObserveRead func(tier string, n int, d time.Duration, err error)
 
+	// WholeFiles is the cache's tier of shards held whole; nil: none,
+	// and no passthrough.
+	WholeFiles WholeFiles
+	// Passthrough says whether opens of shards held whole may be passed
+	// to the kernel (PassthroughAuto: when the mount's probe allows it).
+	Passthrough Passthrough
+
 	// Stats renders /.shardfs/stats; nil serves "{}".
 	Stats func() ([]byte, error)
 

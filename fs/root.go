@@ -27,6 +27,11 @@ type mountState struct {
 	handles   atomic.Uint64
 	mounted   atomic.Bool // the kernel has the root: notifications can be sent
 	hints     hintCounters
+	// passthrough is set once the mount's probe found that the kernel
+	// takes backing files (passthrough.go).
+	passthrough atomic.Bool
+	opens       [2]atomic.Uint64 // opens of shards by openMode
+	openNow     atomic.Int64     // shard handles not yet released
 }
 
 // tree is the listing as it stands now.
@@ -90,6 +95,19 @@ func (r *Root) Lookup(ctx context.Context, name string, out *fuse.EntryOut) (*go
 func (r *Root) Object(path string) (store.Object, bool) {
 	return r.m.tree().object(path)
 }
+
+// Passthrough reports whether opens of shards held whole are passed to
+// the kernel: asked for, and allowed by the mount's probe.
+func (r *Root) Passthrough() bool { return r.m.passthrough.Load() }
+
+// OpenStats counts the opens of shards passed through to the kernel and
+// those served by the daemon.
+func (r *Root) OpenStats() (passed, daemon uint64) {
+	return r.m.opens[passedThrough].Load(), r.m.opens[viaDaemon].Load()
+}
+
+// OpenShards is the number of shard handles the kernel has not released.
+func (r *Root) OpenShards() int64 { return r.m.openNow.Load() }
 
 // HintStats counts the lines written to the hints file.
 func (r *Root) HintStats() HintStats { return r.m.hints.stats() }

@@ -23,6 +23,7 @@ func TestMain(m *testing.M) {
 	}
 	e2e = h
 	code := m.Run()
+	reportSuiteOpens()
 	h.tearDown()
 	os.Exit(code)
 }

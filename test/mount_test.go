@@ -55,11 +55,16 @@ type fgMount struct {
 func mountShardfs(t *testing.T, source string, args ...string) *fgMount {
 	t.Helper()
 	dir := t.TempDir()
-	argv := append([]string{"mount", "--foreground"}, args...)
+	suite := passthroughSuiteFlags(t, source, args)
+	argv := append(append([]string{"mount", "--foreground"}, suite...), args...)
 	if strings.HasPrefix(source, "s3://") {
 		argv = append(argv, e2e.endpoint()...)
 	}
-	return startMount(t, dir, append(argv, source, dir), e2e.env())
+	m := startMount(t, dir, append(argv, source, dir), e2e.env())
+	if suite != nil {
+		t.Cleanup(func() { countSuiteOpens(m) }) // runs before the stop registered above
+	}
+	return m
 }
 
 // startMount runs shardfs with argv (which must mount dir in the foreground)

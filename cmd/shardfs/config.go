@@ -103,6 +103,7 @@ type mountConfig struct {
 	Prefetch    prefetch.Config
 	Kernel      shardfs.KernelOptions
 	PageCache   pageCacheChoice
+	Passthrough shardfs.Passthrough
 	UID, GID    uint32
 	MetricsAddr string
 	LogFile     string
@@ -135,6 +136,9 @@ func mountConfigFrom(c *cli.Context) (cfg mountConfig, err error) {
 	cfg.Kernel.Debug = c.Bool("debug-fuse")
 	if cfg.PageCache, err = parsePageCache(c.String("page-cache")); err != nil {
 		return cfg, fmt.Errorf("--page-cache: %w", err)
+	}
+	if cfg.Passthrough, err = shardfs.ParsePassthrough(c.String("passthrough")); err != nil {
+		return cfg, fmt.Errorf("--passthrough: %w", err)
 	}
 	cfg.UID, cfg.GID = uint32(c.Int("uid")), uint32(c.Int("gid"))
 	cfg.MetricsAddr = c.String("metrics-addr")

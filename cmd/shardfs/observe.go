@@ -100,6 +100,19 @@ func registerHintMetrics(m *metrics.Metrics, root *shardfs.Root) {
 	m.CounterFunc("shardfs_hint_refused_writes_total", "Writes to the hints file refused with E2BIG: a line longer than 4096 bytes.", func() float64 { return float64(root.HintStats().Refused) })
 }
 
+// registerOpenMetrics exposes how opens of shards are served.
+func registerOpenMetrics(m *metrics.Metrics, root *shardfs.Root) {
+	m.GaugeFunc("shardfs_passthrough", "1 when opens of shards held whole are passed to the kernel (asked for, and allowed by the mount's probe).", func() float64 {
+		if root.Passthrough() {
+			return 1
+		}
+		return 0
+	})
+	m.CounterFunc("shardfs_passthrough_opens_total", "Opens of shards passed through to the kernel, which reads their whole-shard file itself.", func() float64 { p, _ := root.OpenStats(); return float64(p) })
+	m.GaugeFunc("shardfs_open_shards", "Shard handles open now (the kernel has not released them).", func() float64 { return float64(root.OpenShards()) })
+	m.CounterFunc("shardfs_daemon_opens_total", "Opens of shards whose reads the daemon serves.", func() float64 { _, d := root.OpenStats(); return float64(d) })
+}
+
 // registerIndexMetrics exposes where member indexes came from.
 func registerIndexMetrics(m *metrics.Metrics, x *tarindex.Index) {
 	stat := func(f func(tarindex.Stats) int64) func() float64 {

@@ -104,6 +104,8 @@ func newMountWiring(ctx context.Context, cfg mountConfig, source, mountpoint str
 		UID:         cfg.UID,
 		GID:         cfg.GID,
 		PageCache:   pageCache,
+		WholeFiles:  m.cache,
+		Passthrough: cfg.Passthrough,
 		Log:         log,
 	})
 	if err != nil {
@@ -111,6 +113,7 @@ func newMountWiring(ctx context.Context, cfg mountConfig, source, mountpoint str
 	}
 	files.root = m.root
 	registerHintMetrics(m.metrics, m.root)
+	registerOpenMetrics(m.metrics, m.root)
 	m.backend.listing.Start(m.backend.retry, func(objs []store.Object) listing.Changes {
 		ch := m.root.Update(objs)
 		m.prefetch.SetOrder(objs)

@@ -110,6 +110,19 @@ func (c *Cache) disableRing(err error) {
 // HasRAMTier reports whether the cache has a RAM tier (MemorySize > 0).
 func (c *Cache) HasRAMTier() bool { return c.ram != nil }
 
+// Room is how many bytes of blocks the cache can keep at once: the RAM
+// tier's size and the ring's slots, unless the ring was switched off.
+func (c *Cache) Room() int64 {
+	room := int64(0)
+	if c.ram != nil {
+		room += c.cfg.MemorySize
+	}
+	if c.ring != nil && !c.ringOff.Load() {
+		room += c.ring.geo.slots * c.cfg.BlockSize
+	}
+	return room
+}
+
 // BlockSize is the size of every block but an object's last.
 func (c *Cache) BlockSize() int64 { return c.cfg.BlockSize }
 

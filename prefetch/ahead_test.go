@@ -435,3 +435,5 @@ func TestSequentialReadersPutForReadAheadRandomReadersForRandomRead(t *testing.T
 		t.Errorf("the cache received %d bytes, want %d", got, seq.Size+3*cfg.BlockSize)
 	}
 }
+
+func (c warmCache) Room() int64 { return 1 << 40 }

@@ -23,6 +23,7 @@ type RandomAccess struct {
 	BlockSize int64
 	Budget    int64 // the read-ahead budget (Config.Memory)
 	Touched   int64 // distinct blocks random reads have landed on
+	Room      int64 // bytes the cache can keep at once (RAM tier and ring); 0: no cache
 }
 
 // The density rule's thresholds.
@@ -50,6 +51,13 @@ const (
 func Classify(a RandomAccess) Density {
 	switch {
 	case a.Touched < minDenseBlocks || a.Size <= 0 || a.BlockSize <= 0:
+		return Sparse
+	case a.Size > a.Room:
+		// Fetched ahead of its reads, the rest of the object would push
+		// the first blocks out of the cache before their reads came,
+		// and every block would be fetched again: an epoch of 4 KiB
+		// reads over a 2 GiB object with a 1 GiB RAM tier and no ring
+		// fetched its size five times over in a minute.
 		return Sparse
 	case a.Size <= a.Budget/smallObjectDivisor:
 		return Dense

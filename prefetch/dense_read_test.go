@@ -2,9 +2,12 @@ package prefetch
 
 import (
 	"bytes"
+	"context"
 	"math/rand/v2"
 	"sync"
 	"testing"
+
+	"github.com/shardfs/shardfs/cache"
 )
 
 // Sparse stays cheap: 200 random 4 KiB reads spread over a 1 GiB shard,
@@ -115,5 +118,37 @@ func TestDenseRandomOffFetchesOnlyWhatIsRead(t *testing.T) {
 	}
 	if st := settledStats(t, s); st.DenseObjects != 0 || f.askedBytes.Load() > 4*2*cfg.BlockSize {
 		t.Fatalf("DenseRandom off: %d dense objects, %d bytes asked for 4 reads; want none and at most 2 blocks a read", st.DenseObjects, f.askedBytes.Load())
+	}
+}
+
+// A shuffled pass over an object larger than all the cache can keep stays
+// sparse: fetched ahead of its reads, the rest of the object would push
+// the blocks fetched first out before their reads came, and be fetched
+// again.
+func TestShuffledPassOverAnObjectLargerThanTheCacheStaysSparse(t *testing.T) {
+	const bs = 1 << 20
+	ccfg := cache.DefaultConfig()
+	ccfg.MemorySize, ccfg.BlockSize = 16*bs, bs
+	c, err := cache.Open(context.Background(), ccfg, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = c.Close() })
+	f := &fakeFetcher{}
+	s := newTestScheduler(t, DefaultConfig(), f, c)
+	obj := fakeObject("larger-than-cache.tar", 48*bs)
+	buf := make([]byte, 4096)
+	rng := rand.New(rand.NewPCG(15, 4096))
+	for range 200 {
+		off := rng.Int64N(obj.Size - int64(len(buf)))
+		r := s.OpenReader(obj, false)
+		n, _, err := r.ReadAt(testContext(t), buf, off)
+		r.Close()
+		if err != nil || n != len(buf) || !bytes.Equal(buf, wantBytes(obj, off, n)) {
+			t.Fatalf("read at %d: n=%d err=%v, or wrong bytes", off, n, err)
+		}
+	}
+	if st := settledStats(t, s); st.DenseObjects != 0 || st.DenseParts != 0 {
+		t.Errorf("%d objects, %d parts fetched as dense; want none: a %d-byte object does not fit a cache of %d bytes", st.DenseObjects, st.DenseParts, obj.Size, c.Room())
 	}
 }

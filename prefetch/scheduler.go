@@ -56,6 +56,8 @@ type Cache interface {
 	// verified; ok=false promises nothing about p. place says whether the
 	// ring blocks read are copied into the RAM tier.
 	ReadAt(obj store.Object, p []byte, off int64, place cache.Placement) (n int, ok bool)
+	// Room is how many bytes of blocks it can keep at once.
+	Room() int64
 }
 
 // ErrClosed is returned by reads on a closed Stream or Scheduler.

@@ -47,6 +47,8 @@ import (
 // (noteRandomLocked, pumpDenseLocked), and put where the next reads find
 // it; a read of a block still on its way waits on that part, a read of a
 // block that arrived finds it in the cache (step 1).
+// An object larger than all the cache can keep (Cache.Room) stays sparse:
+// its rest, fetched ahead of the reads, would push out what came first.
 //
 // What a part fetched goes to the cache with the placement placementOf
 // gives: the ring alone for read-ahead and sequential readers (they read
@@ -254,7 +256,11 @@ func (s *Scheduler) noteRandomLocked(o *object, need Range) {
 	for b := need.Start / bs; b*bs < need.End; b++ {
 		a.touch(b)
 	}
-	if Classify(RandomAccess{Size: o.obj.Size, BlockSize: bs, Budget: s.cfg.Memory, Touched: a.count}) != Dense {
+	room := int64(0)
+	if s.cache != nil {
+		room = s.cache.Room()
+	}
+	if Classify(RandomAccess{Size: o.obj.Size, BlockSize: bs, Budget: s.cfg.Memory, Touched: a.count, Room: room}) != Dense {
 		return
 	}
 	a.dense = true

@@ -120,6 +120,7 @@ func FuzzDecode(f *testing.F) {
 		ReadReq{FileOffset: 1, Length: 2, BufID: 3, BufOffset: 4, Path: "dir/shard.tar"},
 		LeaseReq{FileOffset: 0, Length: 1 << 20, Path: "s.tar", Covered: 1, Extents: []LeaseExtent{{Length: 1}}, Paths: []string{"/c/ring"}},
 		LeaseDropReq{LeaseID: 2},
+		WholeFileReq{Path: "s.tar", Size: 7, File: "/c/shards/ab"},
 	} {
 		p, err := r.Encode()
 		if err != nil {
@@ -136,6 +137,7 @@ func FuzzDecode(f *testing.F) {
 		roundTrip(t, p, DecodeLease, LeaseReq.Encode)
 		roundTrip(t, p, DecodeLeaseReply, LeaseReq.Encode)
 		roundTrip(t, p, DecodeLeaseDrop, LeaseDropReq.Encode)
+		roundTrip(t, p, DecodeWholeFile, WholeFileReq.Encode)
 	})
 }
 

@@ -9,12 +9,15 @@ import (
 
 // Capabilities is the JSON document /.shardfs/ctl returns.
 type Capabilities struct {
-	ABIVersion       int               `json:"abi_version"`
-	IoctlType        int               `json:"ioctl_type"`
-	Commands         map[string]uint32 `json:"commands"`
-	BlockSize        int64             `json:"block_size"`
-	Alignment        int64             `json:"alignment"`
-	Leases           bool              `json:"leases"`
+	ABIVersion int               `json:"abi_version"`
+	IoctlType  int               `json:"ioctl_type"`
+	Commands   map[string]uint32 `json:"commands"`
+	BlockSize  int64             `json:"block_size"`
+	Alignment  int64             `json:"alignment"`
+	Leases     bool              `json:"leases"`
+	// WholeFiles says WHOLE_FILE may find shards held whole (the cache has
+	// the whole-shard file tier).
+	WholeFiles       bool              `json:"whole_files"`
 	MaxBufferSize    int64             `json:"max_buffer_size"`
 	MaxRegistrations int               `json:"max_registrations"`
 	MaxLeaseBytes    int64             `json:"max_lease_bytes"`
@@ -50,7 +53,7 @@ func (s *Server) Capabilities(ctx context.Context) ([]byte, error) {
 		Commands: map[string]uint32{
 			"register": CmdRegister, "unregister": CmdUnregister, "read": CmdRead,
 			"lease": CmdLease, "lease_drop": CmdLeaseDrop,
-			"submit": CmdSubmit, "wait": CmdWait,
+			"submit": CmdSubmit, "wait": CmdWait, "whole_file": CmdWholeFile,
 		},
 		MinABIVersion: MinABIVersion,
 		Batch: BatchCapabilities{
@@ -61,6 +64,7 @@ func (s *Server) Capabilities(ctx context.Context) ([]byte, error) {
 		BlockSize:        s.cfg.BlockSize,
 		Alignment:        s.cfg.Alignment,
 		Leases:           s.leaseFn != nil,
+		WholeFiles:       s.whole != nil,
 		MaxBufferSize:    s.cfg.MaxBufferSize,
 		MaxRegistrations: s.cfg.MaxRegistrations,
 		MaxLeaseBytes:    s.cfg.MaxLeaseBytes,

@@ -2,8 +2,9 @@
 // /.shardfs/ctl returns, the ioctl ABI spoken on the ctl file and on shard
 // file descriptors (register a /dev/shm buffer, READ shard bytes into it,
 // LEASE cache extents for cuFile/GPUDirect Storage readers, SUBMIT many
-// READs at once and WAIT for their completions), and GPU discovery through
-// NVML.
+// READs at once and WAIT for their completions, WHOLE_FILE: where the cache
+// holds a shard as one file that such a reader opens itself), and GPU
+// discovery through NVML.
 //
 // The FUSE layer routes ioctls here as raw payloads; this package decodes
 // them, checks every field, and answers with a result and an errno. It keeps

@@ -21,7 +21,8 @@ import (
 //	ELOOP       shm name is a symlink (opened O_NOFOLLOW)
 //	EISDIR      shm name is a directory
 //	EPERM       shm file owned by another uid, or mode other than 0600
-//	EACCES      the daemon itself may not open the shm file
+//	EACCES      the daemon itself may not open the shm file; WHOLE_FILE from a
+//	            uid other than the daemon's (or root), which could not open it
 //	EFBIG       buffer size above Config.MaxBufferSize
 //	EMFILE      handle already holds MaxRegistrations buffers or MaxLeases leases
 //	EBUSY       the caller's uid, or the mount, holds as many buffers or leases
@@ -34,8 +35,10 @@ import (
 //	EBADF       buffer id not registered on this handle (unknown, unregistered,
 //	            or another handle's)
 //	EFAULT      the shm file shrank under the mapping
-//	EOPNOTSUPP  LEASE on a mount without a cache ring
-//	ENODATA     LEASE range not (and not made) resident in the ring: use READ
+//	EOPNOTSUPP  LEASE on a mount without a cache ring; WHOLE_FILE on a mount
+//	            without whole-shard files
+//	ENODATA     LEASE range not (and not made) resident in the ring: use READ;
+//	            WHOLE_FILE of a shard whose version is not held whole
 //	EINTR       the request was interrupted
 //	EIO         the shard could not be read (changed ETag, backend failure)
 //	ENODEV      the server is closed

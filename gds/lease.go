@@ -28,11 +28,8 @@ type pin interface {
 type leaseFunc func(obj store.Object, off, n int64) (pin, error)
 
 func leaseFuncOf(l Leaser) leaseFunc {
-	if l == nil {
+	if noCache(l) {
 		return nil
-	}
-	if c, ok := l.(*cache.Cache); ok && c == nil {
-		return nil // a nil *cache.Cache in the interface: no cache at all
 	}
 	return func(obj store.Object, off, n int64) (pin, error) {
 		lease, err := l.Lease(obj, off, n)
@@ -41,6 +38,13 @@ func leaseFuncOf(l Leaser) leaseFunc {
 		}
 		return lease, nil
 	}
+}
+
+// noCache reports whether l is no cache: nil, or a nil *cache.Cache in
+// the interface.
+func noCache(l Leaser) bool {
+	c, ok := l.(*cache.Cache)
+	return l == nil || ok && c == nil
 }
 
 // lease handles LEASE: pin the range's cache extents for this handle. A

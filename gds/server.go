@@ -4,6 +4,7 @@ import (
 	"context"
 	"io"
 	"log/slog"
+	"os"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -102,6 +103,8 @@ type Server struct {
 	cfg     Config
 	files   Files
 	leaseFn leaseFunc
+	whole   WholeFiles // nil: WHOLE_FILE answers EOPNOTSUPP
+	owner   uint32     // the daemon's uid, which owns the cache files
 	gpus    GPUSource
 	log     *slog.Logger
 
@@ -165,7 +168,9 @@ func (st *handleState) completions() <-chan struct{} {
 }
 
 // NewServer returns a server reading through files. leaser may be nil (no
-// cache ring: LEASE answers EOPNOTSUPP); gpus may be nil (no GPUs listed).
+// cache ring: LEASE answers EOPNOTSUPP); when it also keeps whole-shard
+// files (WholeFiles, as the mount's *cache.Cache does), WHOLE_FILE says
+// where. gpus may be nil (no GPUs listed).
 func NewServer(cfg Config, files Files, leaser Leaser, gpus GPUSource, log *slog.Logger) *Server {
 	if log == nil {
 		log = slog.New(slog.NewTextHandler(io.Discard, nil))
@@ -175,6 +180,8 @@ func NewServer(cfg Config, files Files, leaser Leaser, gpus GPUSource, log *slog
 		cfg:     cfg,
 		files:   files,
 		leaseFn: leaseFuncOf(leaser),
+		whole:   wholeFilesOf(leaser),
+		owner:   uint32(os.Geteuid()),
 		gpus:    gpus,
 		log:     log,
 		handles: map[uint64]*handleState{},
@@ -217,6 +224,8 @@ func (s *Server) Ioctl(ctx context.Context, handle uint64, uid, pid uint32, obj 
 		reply, err = s.submit(ctx, handle, uid, obj, in, out)
 	case CmdWait:
 		reply, err = s.wait(ctx, handle, in, out)
+	case CmdWholeFile:
+		reply, err = s.wholeFile(uid, obj, in, out)
 	default:
 		return 0, syscall.ENOTTY
 	}
@@ -324,6 +333,8 @@ func cmdName(cmd uint32) string {
 		return "SUBMIT"
 	case CmdWait:
 		return "WAIT"
+	case CmdWholeFile:
+		return "WHOLE_FILE"
 	}
 	return "?"
 }

@@ -5,13 +5,10 @@ import (
 	"os"
 	"path/filepath"
 	"regexp"
+	"strings"
 	"testing"
 )
 
-// TestGDSClientThroughMount runs the Python client's protocol tests
-// (gds/python/test_client.py) against a real mount with a cache ring:
-// READ into registered /dev/shm buffers, every error case, and LEASE
-// extents read straight from the ring file, compared with the source.
 // writeRandomFiles writes files of random bytes of the given sizes under
 // dir and returns their contents.
 func writeRandomFiles(t *testing.T, dir string, sizes map[string]int) map[string][]byte {
@@ -32,11 +29,24 @@ func writeRandomFiles(t *testing.T, dir string, sizes map[string]int) map[string
 	return files
 }
 
+// TestGDSClientThroughMount runs the Python client's protocol tests
+// (gds/python/test_client.py) against a real mount with a cache ring:
+// READ into registered /dev/shm buffers, every error case, LEASE extents
+// read straight from the ring file, and a.tar, warmed into a whole-shard
+// file before the mount, read from that file by read_into (and after it
+// was deleted under the client, through the other paths), compared with
+// the source.
 func TestGDSClientThroughMount(t *testing.T) {
 	src := t.TempDir()
 	writeRandomFiles(t, src, map[string]int{"a.tar": 3<<20 + 123, "sub/b.tar": 9 << 20, "small.bin": 4096})
-	m := mountShardfs(t, src, "--cache-dir", t.TempDir(), "--cache-size", "64MiB")
-	cmd := pythonCmd(filepath.Join(e2e.root, "gds/python/test_client.py"), "--mount", m.dir, "--source", src)
+	cache := []string{"--cache-dir", t.TempDir(), "--cache-size", "64MiB"}
+	r := mustRun(t, e2e.env(), warmTimeout, append([]string{"warm", src, "--include", "a.tar"}, cache...)...)
+	if !strings.Contains(r.stdout, "1 held as whole files") {
+		t.Fatalf("warm did not make a.tar whole: %s", r.stdout)
+	}
+	m := mountShardfs(t, src, cache...)
+	cmd := pythonCmd(filepath.Join(e2e.root, "gds/python/test_client.py"), "--mount", m.dir, "--source", src,
+		"--whole", "a.tar", "--cold", "sub/b.tar")
 	cmd.Env = append(cmd.Env, "PYTHONDONTWRITEBYTECODE=1")
 	out, err := cmd.CombinedOutput()
 	t.Logf("test_client.py:\n%s", out)

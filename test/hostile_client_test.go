@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -51,6 +52,8 @@ func runHostileAction(action string, args []string) (map[string]any, error) {
 		return leaseFlood(mnt, args[1], n)
 	case "truncate-during-reads":
 		return truncateDuringReads(mnt, args[1])
+	case "whole-file":
+		return wholeFile(mnt, args[1])
 	}
 	return nil, fmt.Errorf("unknown action %q", action)
 }
@@ -293,4 +296,35 @@ func truncateDuringReads(mnt, shard string) (map[string]any, error) {
 	defer sf.Close()
 	sf.ReadAt(want, 0)
 	return map[string]any{"results": results, "final": final, "final_right": bytes.Equal(got, want)}, nil
+}
+
+// wholeFile asks WHOLE_FILE for shard on the ctl file and on the shard's
+// own fd, opens any file named, and reads the shard through the mount.
+func wholeFile(mnt, shard string) (map[string]any, error) {
+	out := map[string]any{}
+	ask := func(door string, f *os.File, path string) {
+		reply, err := call(int(f.Fd()), gds.CmdWholeFile, gds.WholeFileReq{Path: path})
+		out[door] = errnoName(err)
+		if err == nil {
+			r, _ := gds.DecodeWholeFile(reply)
+			out[door+"_file"] = r.File
+			_, err := os.ReadFile(r.File)
+			out[door+"_open"] = errnoName(err)
+		}
+	}
+	ctl, err := os.Open(filepath.Join(mnt, ".shardfs", "ctl"))
+	if err != nil {
+		return map[string]any{"ctl_open": errnoName(err)}, nil
+	}
+	defer ctl.Close()
+	ask("ctl", ctl, shard)
+	sf, err := os.Open(filepath.Join(mnt, shard))
+	if err != nil {
+		return map[string]any{"shard_open": errnoName(err)}, nil
+	}
+	defer sf.Close()
+	ask("fd", sf, "")
+	_, err = io.ReadAll(sf)
+	out["read_mount"] = errnoName(err)
+	return out, nil
 }

@@ -85,6 +85,17 @@ func copyExecutable(t *testing.T, src, dir string) string {
 	return dst
 }
 
+// helperIn copies this test binary into dir, where another user may run
+// its hostile actions.
+func helperIn(t *testing.T, dir string) string {
+	t.Helper()
+	self, err := os.Executable()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return copyExecutable(t, self, dir)
+}
+
 // hostile runs one action of hostile_client_test.go as u (or as root when
 // u is nil) and decodes what it printed.
 func hostile(t *testing.T, helper string, u *otherUser, action string, args ...string) map[string]any {
@@ -156,11 +167,7 @@ func daemonRSS(t *testing.T, pid int) int64 {
 func TestHostileClients(t *testing.T) {
 	u := newOtherUser(t)
 	shared := sharedDir(t)
-	helper, err := os.Executable()
-	if err != nil {
-		t.Fatal(err)
-	}
-	helper = copyExecutable(t, helper, shared)
+	helper := helperIn(t, shared)
 	shard := e2e.objects[0].key
 	for _, o := range e2e.objects {
 		if o.size > 4<<20 {

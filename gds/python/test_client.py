@@ -1,8 +1,10 @@
 """Tests of the GPU side interface through a real shardfs mount (no GPU).
 
-    /usr/bin/python3 gds/python/test_client.py --mount MNT --source DIR
+    /usr/bin/python3 gds/python/test_client.py --mount MNT --source DIR [--whole REL --cold REL]
 
-DIR holds the same files as the mount. Prints each check, then
+DIR holds the same files as the mount. --whole names a shard the mount's
+cache holds as a whole-shard file (`shardfs warm` before the mount), --cold
+one it does not; without them the whole-file checks are skipped. Prints each check, then
 "N passed, N failed" (and "N skipped" when some could not run); exits
 non-zero when any check failed.
 """
@@ -57,8 +59,9 @@ def expect_errno(want, fn, *args):
 
 
 class Suite:
-    def __init__(self, mount, source):
+    def __init__(self, mount, source, whole=None, cold=None):
         self.mount, self.source = mount, source
+        self.whole, self.cold = whole, cold
         files = []
         for dirpath, _, names in os.walk(source):
             for n in names:
@@ -81,7 +84,8 @@ class Suite:
         caps = self.client.capabilities()
         assert caps["abi_version"] == gds.ABI_VERSION, caps
         want = {"register": gds.REGISTER, "unregister": gds.UNREGISTER, "read": gds.READ,
-                "lease": gds.LEASE, "lease_drop": gds.LEASE_DROP, "submit": gds.SUBMIT, "wait": gds.WAIT}
+                "lease": gds.LEASE, "lease_drop": gds.LEASE_DROP, "submit": gds.SUBMIT, "wait": gds.WAIT,
+                "whole_file": gds.WHOLE_FILE}
         assert caps["commands"] == want, (caps["commands"], want)
         assert isinstance(caps["gpus"], list) and caps["block_size"] > 0, caps
 
@@ -405,8 +409,167 @@ class Suite:
                     assert got == n and out.tobytes() == data[off:off + n], (off, n)
                 assert c._ring_fds, "leased reads did not read the ring file"
 
+    def need_whole(self):
+        if not self.whole or not self.cold:
+            raise Skip("no --whole and --cold shards given")
+
+    @check("whole file: WHOLE_FILE names the warmed shard's own file (size, bytes), ENODATA for a cold one")
+    def whole_file(self):
+        self.need_whole()
+        caps = self.client.capabilities()
+        assert caps["whole_files"] is True and self.client.whole_files_available(), caps
+        data = self.data(self.whole)
+        file, size = self.client.whole_file(self.whole)
+        assert size == len(data) and os.path.isabs(file), (file, size, len(data))
+        with open(file, "rb") as f:
+            assert f.read() == data, "%s does not hold %s" % (file, self.whole)
+        fd = os.open(os.path.join(self.mount, self.whole), os.O_RDONLY)
+        try:
+            assert self.client.whole_file(fd) == (file, size), "on the shard's own fd"
+        finally:
+            os.close(fd)
+        assert self.client.whole_file(os.path.join(self.mount, self.whole)) == (file, size), "by absolute path"
+        expect_errno(errno.ENODATA, self.client.whole_file, self.cold)
+        expect_errno(errno.ENOENT, self.client.whole_file, "no/such/shard.tar")
+
+    @check("whole file: read_into a numpy array and a torch CPU tensor from the file itself, every byte, path reported")
+    def whole_read_into(self):
+        self.need_whole()
+        data = self.data(self.whole)
+        size = len(data)
+        cases = [(0, size), (1, size - 1), (4095, 5 << 20), (4096, 300_000), (size // 2 + 3, 1 << 20), (size - 1, 10),
+                 (size, 10)]
+        for opts in ({}, {"buffer_size": 256 << 10, "chunk_size": 64 << 10}):
+            with gds.Client(self.mount, **opts) as c:
+                for off, n in cases:
+                    out = np.full(n, 0xEE, np.uint8)
+                    got = c.read_into(out, self.whole, off, n)
+                    want = data[off:off + n]
+                    assert got == len(want) and out[:got].tobytes() == want, (opts, off, n, got)
+                    assert c.last_path == "whole-file pread", (opts, off, n, c.last_path)
+                assert c.path_stats["whole-file pread"]["calls"] == len(cases), c.path_stats
+                assert list(c._whole._open), "no whole-shard file was opened"
+                expect_errno(errno.ERANGE, c.read_into, np.zeros(1, np.uint8), self.whole, size + 1, 1)
+                cold = self.data(self.cold)
+                out = np.zeros(len(cold), np.uint8)
+                assert c.read_into(out, self.cold, 0, len(cold)) == len(cold) and out.tobytes() == cold
+                assert c.last_path in ("lease", "batch", "read"), c.last_path
+        with gds.Client(self.mount, whole_files=False) as c:
+            out = np.zeros(size, np.uint8)
+            assert c.read_into(out, self.whole, 0, size) == size and out.tobytes() == data
+            assert c.last_path in ("lease", "batch", "read"), c.last_path
+        try:
+            import torch
+        except ImportError:
+            raise Skip("torch not installed")
+        with gds.Client(self.mount) as c:
+            t = torch.zeros((size - 5) // 4, dtype=torch.float32)
+            n = c.read_into(t, self.whole, 5, t.numel() * 4)
+            assert n == t.numel() * 4 and t.numpy().tobytes() == data[5:5 + n] and c.last_path == "whole-file pread"
+
+    @check("whole file: cuFile engine chosen (fake kvikio, compatibility mode) or none (no libcufile); CUDA path with fake engines")
+    def whole_cufile_engine(self):
+        self.need_whole()
+        import types
+
+        from shardfs import wholefile
+
+        saved = {k: sys.modules.get(k) for k in ("kvikio", "kvikio.defaults")}
+        saved_env = os.environ.get("SHARDFS_CUFILE_LIB")
+        reads = []
+
+        class FakeCuFile:
+            def __init__(self, path, mode):
+                assert mode == "r"
+                self.fd = os.open(path, os.O_RDONLY)
+                self.path = path
+
+            def pread(self, buf, size, file_offset):
+                reads.append((self.path, size, file_offset))
+                got = os.preadv(self.fd, [memoryview(buf)[:size]], file_offset)
+                return types.SimpleNamespace(get=lambda: got)
+
+            def close(self):
+                os.close(self.fd)
+
+        kvikio = types.ModuleType("kvikio")
+        kvikio.CuFile = FakeCuFile
+        kvikio.defaults = types.ModuleType("kvikio.defaults")
+        kvikio.defaults.compat_mode = lambda: True
+        try:
+            os.environ["SHARDFS_CUFILE_LIB"] = os.path.join(self.source, "no-such-libcufile.so")
+            sys.modules["kvikio"] = None  # import fails: no kvikio
+            assert wholefile.choose_engine(None) is None, "an engine without kvikio or libcufile"
+            with gds.Client(self.mount, buffer_size=0) as c:
+                assert c.whole_file_mode() is None
+            sys.modules["kvikio"], sys.modules["kvikio.defaults"] = kvikio, kvikio.defaults
+            engine = wholefile.choose_engine(None)
+            assert engine is not None and engine.mode() == "kvikio, compatibility mode", engine
+            assert wholefile.choose_engine(False) is None
+            assert gds._kvikio_backend(None) is None, "leases read with cuFile in compatibility mode"
+            data = self.data(self.whole)
+            with gds.Client(self.mount, buffer_size=256 << 10, chunk_size=64 << 10) as c:
+                assert c.whole_file_mode() == "kvikio, compatibility mode", c.whole_file_mode()
+                copies = c._engines["cuda"] = pipeline.HostCopyEngine()  # stands in for the CUDA stream
+                for off, n in [(0, len(data)), (12345, 1 << 20)]:
+                    out = np.zeros(n, np.uint8)
+                    assert c._read_whole(out, self.whole, off, n, True) == n and out.tobytes() == data[off:off + n]
+                    assert c.last_path == "whole-file cufile", c.last_path
+                    assert reads[-1][1:] == (n, off), reads[-1]
+                assert not copies.copies, "the cuFile path went through the staging buffer"
+                file, _ = c.whole_file(self.whole)
+                assert {r[0] for r in reads} == {file}, reads
+
+                def refuse(path):
+                    raise RuntimeError("cuFileHandleRegister: file descriptor is not registered")
+
+                c._whole.engine = types.SimpleNamespace(open=refuse, mode=lambda: "refusing")
+                c._whole.close()  # no cuFile handle kept from above
+                out = np.zeros(len(data), np.uint8)
+                assert c._read_whole(out, self.whole, 0, len(data), True) == len(data) and out.tobytes() == data
+                assert c.last_path == "whole-file pread" and c._whole.engine is False, c.last_path
+                assert sum(k[1] for k in copies.copies) == len(data), "staged copies do not cover the read"
+        finally:
+            for k, v in saved.items():
+                if v is None:
+                    sys.modules.pop(k, None)
+                else:
+                    sys.modules[k] = v
+            if saved_env is None:
+                os.environ.pop("SHARDFS_CUFILE_LIB", None)
+            else:
+                os.environ["SHARDFS_CUFILE_LIB"] = saved_env
+
+    @check("whole file: evicted between WHOLE_FILE and the open, and under an open client: fallback, right bytes")
+    def whole_evicted(self):
+        self.need_whole()
+        data = self.data(self.whole)
+        with gds.Client(self.mount) as before, gds.Client(self.mount) as racing:
+            out = np.zeros(len(data), np.uint8)
+            assert before.read_into(out, self.whole, 0, len(data)) == len(data) and before.last_path == "whole-file pread"
+            real = racing.whole_file
+            named = []
+
+            def evicting(path):
+                file, size = real(path)
+                os.unlink(file)  # as the cache's eviction does, after the answer
+                named.append(file)
+                return file, size
+
+            racing.whole_file = evicting
+            out = np.zeros(len(data), np.uint8)
+            assert racing.read_into(out, self.whole, 0, len(data)) == len(data) and out.tobytes() == data
+            assert named and racing.last_path in ("lease", "batch", "read"), (named, racing.last_path)
+            racing.whole_file = real
+            expect_errno(errno.ENODATA, racing.whole_file, self.whole)
+            # A client that had the file open asks again, is told it is gone,
+            # and reads elsewhere.
+            out = np.zeros(len(data), np.uint8)
+            assert before.read_into(out, self.whole, 0, len(data)) == len(data) and out.tobytes() == data
+            assert before.last_path in ("lease", "batch", "read") and not before._whole._open, before.last_path
+
     def run(self):
-        for t in (self.capabilities, self.read_bytes, self.read_fd, self.read_into, self.read_range_errors,
+        for t in (self.whole_file, self.whole_read_into, self.whole_cufile_engine, self.whole_evicted, self.capabilities, self.read_bytes, self.read_fd, self.read_into, self.read_range_errors,
                   self.buffer_errors, self.register_errors, self.other_uid, self.malformed, self.lease,
                   self.direct_choice, self.batch_bytes, self.batch_async, self.batch_errors, self.batch_client_dies,
                   self.pipeline, self.still_serves):
@@ -418,8 +581,10 @@ def main():
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--mount", required=True)
     ap.add_argument("--source", required=True)
+    ap.add_argument("--whole", help="a shard the cache holds whole")
+    ap.add_argument("--cold", help="a shard the cache does not hold whole")
     a = ap.parse_args()
-    Suite(a.mount, a.source).run()
+    Suite(a.mount, a.source, a.whole, a.cold).run()
     line = "%d passed, %d failed" % (RESULTS["passed"], RESULTS["failed"])
     if RESULTS["skipped"]:
         line += ", %d skipped" % RESULTS["skipped"]

@@ -32,6 +32,8 @@ import threading
 
 import numpy as np
 
+from . import wholefile
+
 ABI_VERSION = 2  # 2 added the batch commands (SUBMIT, WAIT); READ and the rest still take 1
 IOCTL_TYPE = 0xBD
 SHM_NAME_SIZE = 256
@@ -56,6 +58,7 @@ _LEASE_SIZE = _LEASE_HEAD.size + MAX_LEASE_EXTENTS * _EXTENT.size + MAX_LEASE_PA
 _LEASE_DROP = struct.Struct(_HDR + "Q")  # lease_id
 _SUBMIT = struct.Struct(_HDR + "QQIIQQ")  # queue_buf_id, entries_off, count, reserved, accepted, completed
 _WAIT = struct.Struct(_HDR + "QIIQ")  # target, timeout_ms, reserved, completed
+_WHOLE = struct.Struct(_HDR + "Q%ds%ds" % (PATH_SIZE, PATH_SIZE))  # size (out), path, file (out)
 SUBMIT_WAIT = 1  # SUBMIT flag: return once every entry has completed
 LEASE_UNLESS_IN_RAM = 1  # LEASE flag: ENODATA when the whole range is in the RAM tier
 ENTRY_DONE = 1  # an entry's state word once the daemon wrote its result
@@ -72,6 +75,8 @@ LEASE = _ioc(_IOC_READ | _IOC_WRITE, 4, _LEASE_SIZE)
 LEASE_DROP = _ioc(_IOC_WRITE, 5, _LEASE_DROP.size)
 SUBMIT = _ioc(_IOC_READ | _IOC_WRITE, 6, _SUBMIT.size)
 WAIT = _ioc(_IOC_READ | _IOC_WRITE, 7, _WAIT.size)
+# Announced by the capabilities (commands.whole_file), not by the ABI version.
+WHOLE_FILE = _ioc(_IOC_READ | _IOC_WRITE, 8, _WHOLE.size)
 
 
 def _cstr(s, size):
@@ -135,6 +140,15 @@ class Client:
     only where it is real GPUDirect Storage (in compatibility mode cuFile
     does a POSIX read and a copy, which the staged path does as fast),
     True whenever cuFile loads, False never.
+
+    whole_files: read a shard the cache holds whole from that file (see
+    shardfs.wholefile) before any other path; cufile: for a CUDA dst read
+    that file with cuFile (None or True: when kvikio or libcufile loads, in
+    GDS or compatibility mode; False: never, preads and a copy instead).
+
+    After each read_into, last_path names the path it took ("whole-file
+    cufile", "whole-file pread", "lease cufile", "lease", "batch", "read")
+    and path_stats counts calls and bytes per path.
     """
 
     # A read of fewer chunks than this goes one READ at a time: on an H100
@@ -143,7 +157,7 @@ class Client:
     PIPELINE_MIN_CHUNKS = 4
 
     def __init__(self, mount, buffer_size=64 << 20, shm_dir="/dev/shm", direct=None, chunk_size=4 << 20,
-                 batch=None):
+                 batch=None, whole_files=True, cufile=None):
         self.mount = os.path.abspath(mount)
         self.direct = direct
         self.chunk_size = chunk_size
@@ -163,6 +177,9 @@ class Client:
         self._caps = None
         self._cuda_events = None
         self._cufiles = {}
+        self._whole = wholefile.WholeFiles(self, cufile) if whole_files else None
+        self.last_path = None
+        self.path_stats = {}  # path name -> {"calls": n, "bytes": n}
         self.staging = self.register_buffer(buffer_size) if buffer_size else None
 
     # --- plumbing -----------------------------------------------------------
@@ -192,6 +209,8 @@ class Client:
         for f in self._cufiles.values():
             f.close()
         self._cufiles.clear()
+        if self._whole is not None:
+            self._whole.close()
         if self.staging is not None and self.staging.host_registered:
             import torch
 
@@ -293,9 +312,14 @@ class Client:
         fd, or one against an older daemon goes one READ at a time.
         """
         with self._lock:
-            if _is_torch(dst) and dst.is_cuda and self._direct_backend():
+            cuda = _is_torch(dst) and dst.is_cuda
+            if self._whole is not None and self._whole.usable and self.whole_files_available():
+                n = self._read_whole(dst, path, offset, length, cuda)
+                if n is not None:
+                    return n
+            if cuda and self._direct_backend():
                 try:
-                    return self._read_direct(dst, path, offset, length)
+                    return self._note("lease cufile", self._read_direct(dst, path, offset, length))
                 except DirectPathError:
                     self._backend = False  # cuFile cannot read the ring here: stop trying
                 except OSError as e:
@@ -304,7 +328,51 @@ class Client:
             if (not isinstance(path, int) and self.staging is not None and length >= self.PIPELINE_MIN_CHUNKS *
                     min(self.chunk_size, self.staging.size) and self.batch_available()):
                 return self._read_pipelined(dst, path, offset, length)
-            return self._read_staged(dst, path, offset, length)
+            return self._note("read", self._read_staged(dst, path, offset, length))
+
+    def _note(self, name, n):
+        self.last_path = name
+        st = self.path_stats.setdefault(name, {"calls": 0, "bytes": 0})
+        st["calls"] += 1
+        st["bytes"] += n
+        return n
+
+    # --- whole cached shards ---------------------------------------------------
+
+    def whole_files_available(self):
+        """Whether the daemon may name whole-shard files (WHOLE_FILE)."""
+        caps = self.capabilities()
+        return bool(caps.get("whole_files")) and "whole_file" in caps.get("commands", {})
+
+    def whole_file(self, path):
+        """WHOLE_FILE: (file, size) of the cache's whole-shard file of path
+        (relative, absolute under the mount, or a shard's fd). OSError
+        ENODATA: not held whole; EACCES: this uid could not open it;
+        EOPNOTSUPP: no whole-shard files; ENOTTY: an older daemon."""
+        fd = path if isinstance(path, int) else self.ctl_fd
+        req = _WHOLE.pack(ABI_VERSION, 0, 0, _cstr(self._rel(path), PATH_SIZE), b"")
+        _, _, size, _, file = _WHOLE.unpack(self._ioctl(fd, WHOLE_FILE, req))
+        return file.split(b"\0", 1)[0].decode(), size
+
+    def whole_file_mode(self):
+        """How a whole file is read into a CUDA dst: the cuFile engine's
+        mode (a phrase), or None (preads and a copy)."""
+        engine = self._whole.cufile_engine() if self._whole is not None else None
+        return engine.mode() if engine else None
+
+    def _read_whole(self, dst, path, offset, length, cuda):
+        """read_into from the whole-shard file, or None when the shard is
+        not held whole or its file does not open (the other paths then)."""
+        out = _bytes_view(dst)
+        if out.shape[0] < length:
+            raise ValueError("dst holds %d bytes, %d asked" % (out.shape[0], length))
+        if _is_torch(out) and not out.is_cuda:
+            out = out.numpy()
+        try:
+            n, name = self._whole.read(out, path, offset, length, cuda)
+        except (wholefile.Unavailable, OSError):
+            return None  # the other paths write all of dst again
+        return self._note(name, n)
 
     def _ring_fd(self, path):
         fd = self._ring_fds.get(path)
@@ -324,25 +392,34 @@ class Client:
             return 0
         chunk = min(self.chunk_size, self.staging.size)
         if engine is None:
-            kind = "cuda" if _is_torch(dst) and dst.is_cuda else "host"
-            engine = self._engines.get(kind)
-            if engine is None:
-                if kind == "cuda":
-                    self._pin_staging()
-                    engine = pipeline.CudaCopyEngine(self.staging.size // chunk)
-                else:
-                    engine = pipeline.HostCopyEngine()
-                self._engines[kind] = engine
+            engine = self._copy_engine("cuda" if _is_torch(dst) and dst.is_cuda else "host")
         if _is_torch(out) and not out.is_cuda:
             out = out.numpy()
         if self._ring_direct is not False and self.capabilities().get("leases"):
             # Ring-resident bytes: read by this process from the disk, as
             # fast as the disk goes; RAM-tier bytes: copied by the daemon.
             try:
-                return pipeline.read_leased(self, self.staging, out, rel, offset, length, chunk, engine)
+                return self._note("lease", pipeline.read_leased(self, self.staging, out, rel, offset, length, chunk,
+                                                                engine))
             except pipeline.NotLeased:
                 pass
-        return pipeline.read_chunks(self.queue(), self.staging, out, rel, offset, length, chunk, engine)
+        return self._note("batch", pipeline.read_chunks(self.queue(), self.staging, out, rel, offset, length, chunk,
+                                                        engine))
+
+    def _copy_engine(self, kind):
+        """The copy engine out of the staging buffer ("cuda" or "host"),
+        made once; a CUDA one has an event per chunk_size slot."""
+        from . import pipeline
+
+        engine = self._engines.get(kind)
+        if engine is None:
+            if kind == "cuda":
+                self._pin_staging()
+                engine = pipeline.CudaCopyEngine(max(1, self.staging.size // min(self.chunk_size, self.staging.size)))
+            else:
+                engine = pipeline.HostCopyEngine()
+            self._engines[kind] = engine
+        return engine
 
     def _read_staged(self, dst, path, offset, length):
         if self.staging is None:
@@ -478,7 +555,10 @@ class _KvikioBackend:
 
         class _File:
             def read(self, view, cache_offset):
-                f.pread(view, view.numel(), cache_offset).get()
+                n = _nbytes(view)
+                got = f.pread(view, n, cache_offset).get()
+                if got != n:
+                    raise OSError(errno.EIO, "kvikio read %d of %d bytes at %d" % (got, n, cache_offset))
 
             def close(self):
                 f.close()
@@ -535,6 +615,10 @@ def _cufile_backend(force):
     if not driver.gds and not force:
         return None
     return _CuFileBackend(driver)
+
+
+def _nbytes(view):
+    return view.numel() if _is_torch(view) else view.nbytes
 
 
 def _is_torch(x):

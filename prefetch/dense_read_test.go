@@ -8,6 +8,7 @@ import (
 	"testing"
 
 	"github.com/shardfs/shardfs/cache"
+	"github.com/shardfs/shardfs/store"
 )
 
 // Sparse stays cheap: 200 random 4 KiB reads spread over a 1 GiB shard,
@@ -18,18 +19,8 @@ func TestSparseRandomReadsOfALargeShardStayCheap(t *testing.T) {
 	f := &fakeFetcher{}
 	s := newTestScheduler(t, cfg, f, nil)
 	obj := fakeObject("big.tar", 1<<30)
-	rng := rand.New(rand.NewPCG(15, 200))
 	const reads = 200
-	buf := make([]byte, 4096)
-	for range reads {
-		off := rng.Int64N(obj.Size - int64(len(buf)))
-		r := s.OpenReader(obj, false)
-		n, _, err := r.ReadAt(testContext(t), buf, off)
-		r.Close()
-		if err != nil || n != len(buf) || !bytes.Equal(buf, wantBytes(obj, off, n)) {
-			t.Fatalf("read at %d: n=%d err=%v, or wrong bytes", off, n, err)
-		}
-	}
+	randomSmallReads(t, s, obj, reads, 200)
 	st := settledStats(t, s)
 	if asked, limit := f.askedBytes.Load(), int64(reads)*2*cfg.BlockSize; asked > limit {
 		t.Errorf("%d random 4 KiB reads asked the store for %d bytes, more than 2 blocks each (%d)", reads, asked, limit)
@@ -137,18 +128,26 @@ func TestShuffledPassOverAnObjectLargerThanTheCacheStaysSparse(t *testing.T) {
 	f := &fakeFetcher{}
 	s := newTestScheduler(t, DefaultConfig(), f, c)
 	obj := fakeObject("larger-than-cache.tar", 48*bs)
-	buf := make([]byte, 4096)
-	rng := rand.New(rand.NewPCG(15, 4096))
-	for range 200 {
-		off := rng.Int64N(obj.Size - int64(len(buf)))
-		r := s.OpenReader(obj, false)
-		n, _, err := r.ReadAt(testContext(t), buf, off)
-		r.Close()
-		if err != nil || n != len(buf) || !bytes.Equal(buf, wantBytes(obj, off, n)) {
-			t.Fatalf("read at %d: n=%d err=%v, or wrong bytes", off, n, err)
-		}
-	}
+	randomSmallReads(t, s, obj, 200, 4096)
 	if st := settledStats(t, s); st.DenseObjects != 0 || st.DenseParts != 0 {
 		t.Errorf("%d objects, %d parts fetched as dense; want none: a %d-byte object does not fit a cache of %d bytes", st.DenseObjects, st.DenseParts, obj.Size, c.Room())
+	}
+}
+
+// randomSmallReads reads 4 KiB at n random offsets of obj (the same ones
+// for the same seed), a handle per read as a Dataset that opens the shard
+// per sample does, and checks every byte.
+func randomSmallReads(t *testing.T, s *Scheduler, obj store.Object, n int, seed uint64) {
+	t.Helper()
+	rng := rand.New(rand.NewPCG(15, seed))
+	buf := make([]byte, 4096)
+	for range n {
+		off := rng.Int64N(obj.Size - int64(len(buf)))
+		r := s.OpenReader(obj, false)
+		got, _, err := r.ReadAt(testContext(t), buf, off)
+		r.Close()
+		if err != nil || got != len(buf) || !bytes.Equal(buf, wantBytes(obj, off, got)) {
+			t.Fatalf("read at %d: n=%d err=%v, or wrong bytes", off, got, err)
+		}
 	}
 }

@@ -125,7 +125,7 @@ func registerIndexMetrics(m *metrics.Metrics, x *tarindex.Index) {
 	m.CounterFunc("shardfs_index_sidecars_rejected_total", "Sidecar indexes that disagreed with their shard and were ignored (each logged).", stat(func(s tarindex.Stats) int64 { return s.SidecarsRejected }))
 	m.CounterFunc("shardfs_index_persisted_corrupt_total", "Persisted member indexes that failed their checksum and were built again (each logged).", stat(func(s tarindex.Stats) int64 { return s.PersistedCorrupt }))
 	m.CounterFunc("shardfs_index_persist_failures_total", "Member indexes that could not be written to the cache dir.", stat(func(s tarindex.Stats) int64 { return s.PersistFailures }))
-	m.GaugeFunc("shardfs_index_memory_bytes", "Bytes of member indexes held in memory (at most 64 MiB).", stat(func(s tarindex.Stats) int64 { return s.MemoryBytes }))
+	m.GaugeFunc("shardfs_index_memory_bytes", "Bytes of member indexes held in memory (at most "+formatSize(tarindex.DefaultMemory)+").", stat(func(s tarindex.Stats) int64 { return s.MemoryBytes }))
 }
 
 // mountListing is what the mount's first listing cost the store.

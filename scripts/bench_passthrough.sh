@@ -1,0 +1,161 @@
+#!/usr/bin/env bash
+# Warm sequential reads through FUSE passthrough against the cached shard
+# files themselves: one MinIO on loopback fills the cache once (shardfs warm,
+# which keeps every shard as a whole file), then interleaved rounds, each
+# with the page cache dropped, read every shard with the same readers:
+#
+#   shardfs-passthrough  through the mount (--passthrough auto): the kernel
+#                        reads the whole-shard files, the daemon nothing
+#   local-files          CACHE_DIR/shards itself, no FUSE
+#   shardfs-ring         through the mount with --passthrough off: the
+#                        daemon serves the same shards from the ring
+#
+#   scripts/bench_passthrough.sh [--rounds N] [--shards N] [--shard-size SIZE] [--readers N] [--out DIR]
+#
+# Each row records MB/s, CPU-seconds per GB of the daemon and of the
+# readers (the bench process), and the daemon's peak RSS. Needs root
+# (drops the page cache, mounts, registers backing files).
+# Results: RESULT/ROW lines in OUT/results.txt and the table in OUT/table.md
+# (OUT defaults to .work/bench-passthrough). SHARDFS_BIN picks the binary.
+set -euo pipefail
+# shellcheck source=scripts/lib.sh
+source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
+
+ROUNDS=3 SHARDS=40 SHARD_SIZE=48MiB OUT= READERS=4
+BUCKET=benchpt
+while [ $# -gt 0 ]; do
+	case $1 in
+	--rounds) ROUNDS=$2; shift ;;
+	--shards) SHARDS=$2; shift ;;
+	--shard-size) SHARD_SIZE=$2; shift ;;
+	--readers) READERS=$2; shift ;;
+	--out) OUT=$2; shift ;;
+	-h | --help) sed -n '2,20p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+	*) die "unknown argument $1 (see --help)" ;;
+	esac
+	shift
+done
+[ "$(id -u)" -eq 0 ] || die "run as root: the benchmark drops the page cache, mounts and registers backing files"
+OUT=${OUT:-$WORK_DIR/bench-passthrough}
+mkdir -p "$OUT"
+OUT=$(cd "$OUT" && pwd)
+RESULTS=$OUT/results.txt
+: >"$RESULTS"
+MNT=$OUT/mnt CACHE=$OUT/cache
+mkdir -p "$MNT"
+SHARDFS=${SHARDFS_BIN:-$SHARDFS_ROOT/bin/shardfs}
+if [ -z "${SHARDFS_BIN:-}" ]; then
+	(cd "$SHARDFS_ROOT" && go build -o bin/shardfs ./cmd/shardfs)
+fi
+
+DAEMON_PID=
+export SHARDFS_MINIO_STATE=$WORK_DIR/bench-passthrough-minio.env
+cleanup() {
+	set +e
+	mountpoint -q "$MNT" && fusermount3 -uz "$MNT"
+	[ -n "$DAEMON_PID" ] && kill "$DAEMON_PID" 2>/dev/null
+	"$SHARDFS_ROOT/scripts/minio.sh" stop 2>/dev/null
+}
+trap cleanup EXIT
+
+samples=$(( $("$SYS_PYTHON" -c "import sys; sys.path.insert(0, '$SHARDFS_ROOT/scripts'); import gen_shards; print(gen_shards.parse_size('$SHARD_SIZE'))") >> 20 ))
+DATA=$WORK_DIR/bench-data-$SHARDS-$SHARD_SIZE
+if [ ! -f "$DATA/.done" ]; then
+	log "generating $SHARDS x $SHARD_SIZE shards in $DATA"
+	rm -rf "$DATA"
+	"$SYS_PYTHON" "$SHARDFS_ROOT/scripts/gen_shards.py" "$DATA" "$SHARDS" "$samples" 1020K
+	touch "$DATA/.done"
+fi
+eval "$("$SHARDFS_ROOT/scripts/minio.sh" start)"
+"$SHARDFS_ROOT/scripts/upload.sh" "$DATA" "s3://$BUCKET" 2>&1 | tail -1 >&2
+
+# The cache holds the data set twice (ring and whole files): size it so.
+data_bytes=$(du -sb --exclude=.done "$DATA" | cut -f1)
+CACHE_FLAGS=(--cache-dir "$CACHE" --cache-size "$(( data_bytes * 5 / 2 ))")
+rm -rf "$CACHE"
+"$SHARDFS" warm "s3://$BUCKET" "${CACHE_FLAGS[@]}" --include 'shard-*' 2>&1 | tail -1 | tee -a "$RESULTS" >&2
+
+CLK_TCK=$(getconf CLK_TCK)
+cpu_seconds() { awk -v hz="$CLK_TCK" '{sub(/^.*\) /, ""); printf "%.3f", ($12 + $13) / hz}' "/proc/$1/stat"; }
+drop_caches() { sync; echo 3 >/proc/sys/vm/drop_caches; }
+record() { printf '%s\n' "$*" | tee -a "$RESULTS" >&2; }
+
+# row LABEL RESULT_LINE DAEMON_CPU RSS_KB: one ROW line.
+row() {
+	local label=$1 line=$2 daemon=$3 rss=$4
+	local bytes mbps reader
+	bytes=$(sed -n 's/.* bytes=\([0-9]*\).*/\1/p' <<<"$line")
+	mbps=$(sed -n 's/.* mbps=\([0-9.]*\).*/\1/p' <<<"$line")
+	reader=$(sed -n 's/.* reader_cpu_s=\([0-9.]*\).*/\1/p' <<<"$line")
+	record "ROW name=$label bytes=$bytes mbps=$mbps daemon_cpu_s=$daemon reader_cpu_s=$reader vmhwm_kb=$rss"
+}
+
+run_local() {
+	drop_caches
+	local line
+	line=$("$SHARDFS" bench files "$CACHE/shards" --name local-files --workload seq --readers "$READERS" --include '[0-9a-f]*' | tee -a "$RESULTS")
+	row local-files "$line" 0 0
+}
+
+# run_mount LABEL FLAGS...: a fresh mount of the warmed cache, read whole.
+run_mount() {
+	local label=$1
+	shift
+	"$SHARDFS" mount "s3://$BUCKET" "$MNT" --foreground "${CACHE_FLAGS[@]}" "$@" >>"$OUT/shardfs.log" 2>&1 &
+	DAEMON_PID=$!
+	wait_for_shards "$MNT" "$DAEMON_PID" shardfs "$OUT/shardfs.log"
+	drop_caches
+	local d0 line daemon rss passed
+	d0=$(cpu_seconds "$DAEMON_PID")
+	line=$("$SHARDFS" bench files "$MNT" --name "$label" --workload seq --readers "$READERS" --include 'shard-*' | tee -a "$RESULTS")
+	daemon=$(awk -v a="$d0" -v b="$(cpu_seconds "$DAEMON_PID")" 'BEGIN{printf "%.3f", b-a}')
+	rss=$(awk '/^VmHWM:/ {print $2}' "/proc/$DAEMON_PID/status")
+	passed=$("$SYS_PYTHON" -c 'import json,sys; print(sum(s["value"] for s in json.load(open(sys.argv[1])) if s["name"] == "shardfs_passthrough_opens_total"))' "$MNT/.shardfs/stats")
+	fusermount3 -u "$MNT" 2>/dev/null || fusermount3 -uz "$MNT"
+	wait "$DAEMON_PID" 2>/dev/null || true
+	DAEMON_PID=
+	record "OPENS name=$label passthrough_opens=$passed"
+	row "$label" "$line" "$daemon" "$rss"
+}
+
+load_before=$(cut -d" " -f1-3 /proc/loadavg | tr " " /)
+for round in $(seq "$ROUNDS"); do
+	log "== round $round of $ROUNDS"
+	run_mount shardfs-passthrough --passthrough auto
+	run_local
+	run_mount shardfs-ring --passthrough off
+done
+record "INFO rounds=$ROUNDS shards=$SHARDS shard_size=$SHARD_SIZE readers=$READERS load_before=$load_before load_after=$(cut -d" " -f1-3 /proc/loadavg | tr " " /)"
+"$SYS_PYTHON" - "$RESULTS" <<'PY' | tee "$OUT/table.md"
+import sys
+rows, info = [], {}
+for line in open(sys.argv[1]):
+    kind, *fields = line.split() or [""]
+    if kind == "ROW":
+        rows.append(dict(f.split("=", 1) for f in fields))
+    elif kind == "INFO":
+        info = dict(f.split("=", 1) for f in fields)
+names = list(dict.fromkeys(r["name"] for r in rows))
+def med(vs):
+    vs = sorted(vs)
+    return vs[len(vs) // 2] if len(vs) % 2 else (vs[len(vs) // 2 - 1] + vs[len(vs) // 2]) / 2
+def col(n, f):
+    return [f(r) for r in rows if r["name"] == n]
+def per_gb(key):
+    return lambda r: float(r[key]) / (float(r["bytes"]) / 1e9)
+print(f"{info['rounds']} interleaved rounds, {info['shards']} x {info['shard_size']} shards, {info['readers']} readers of 1 MiB read()s, "
+      f"page cache dropped before each; load average before/after {info['load_before']} / {info['load_after']}\n")
+print("| row | MB/s median (range) | daemon CPU-s/GB | reader CPU-s/GB | peak daemon RSS MiB |")
+print("|---|---|---|---|---|")
+for n in names:
+    cells = []
+    for f in (lambda r: float(r["mbps"]), per_gb("daemon_cpu_s"), per_gb("reader_cpu_s"), lambda r: float(r["vmhwm_kb"]) / 1024):
+        vs = col(n, f)
+        cells.append(f"{med(vs):,.3f} ({min(vs):,.3f}-{max(vs):,.3f})")
+    print(f"| {n} | " + " | ".join(cells) + " |")
+pt = col("shardfs-passthrough", lambda r: float(r["mbps"]))
+local = col("local-files", lambda r: float(r["mbps"]))
+if pt and local and len(pt) == len(local):
+    ratios = [a / b for a, b in zip(pt, local)]
+    print(f"\npassthrough / local files, per round: {', '.join(f'{r:.3f}' for r in ratios)} (median {med(ratios):.3f})")
+PY

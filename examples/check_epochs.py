@@ -9,6 +9,11 @@ samples/s. Exits 1 when any epoch has a duplicate or a bad sample, or when
 --expect-samples is given and an epoch saw another number.
 
     check_epochs.py ROOT --dataset iterable|map --workers 4 [--epochs 2]
+                    [--rank R --world-size W] [--no-hints]
+
+The map-style loader shuffles with RandomSampler (DistributedSampler across
+ranks) and, unless --no-hints, wraps it in shardfs.ScheduledSampler, which
+writes each epoch's sample order to the mount as a schedule.
 """
 
 import argparse
@@ -20,9 +25,10 @@ import time
 import warnings
 from collections import Counter
 
-from torch.utils.data import DataLoader
+import torch
+from torch.utils.data import DataLoader, DistributedSampler, RandomSampler
 
-from shardfs import TarIndexDataset, TarShards
+from shardfs import ScheduledSampler, TarIndexDataset, TarShards
 
 KEEP = 10  # problems reported per kind and epoch
 
@@ -51,7 +57,16 @@ def make_loader(args, epoch):
         ds.set_epoch(epoch)
         return DataLoader(ds, batch_size=None, num_workers=args.workers)
     ds = TarIndexDataset(args.root, index_path=args.index)
-    return DataLoader(ds, batch_size=None, shuffle=True, num_workers=args.workers)
+    if args.world_size > 1:
+        sampler = DistributedSampler(ds, num_replicas=args.world_size, rank=args.rank, shuffle=True, seed=args.seed)
+    else:
+        sampler = RandomSampler(ds, generator=torch.Generator().manual_seed(args.seed + epoch))
+    if not args.no_hints:
+        # The epoch's order, written to the mount as a sample schedule a window ahead.
+        sampler = ScheduledSampler(ds, sampler)
+    if hasattr(sampler, "set_epoch"):
+        sampler.set_epoch(epoch)
+    return DataLoader(ds, batch_size=None, sampler=sampler, num_workers=args.workers)
 
 
 def run_epoch(args, epoch):
@@ -99,7 +114,9 @@ def main():
     p.add_argument("--index", help="map-style index file (built on first use)")
     p.add_argument("--expect-samples", type=int, default=-1)
     p.add_argument("--no-verify", action="store_true", help="count samples without hashing them")
-    p.add_argument("--no-hints", action="store_true", help="do not write MNT/.shardfs/hints")
+    p.add_argument("--seed", type=int, default=0, help="shuffle seed of the map-style sampler")
+    p.add_argument("--no-hints", action="store_true",
+                   help="do not write MNT/.shardfs/hints (iterable: the next shards; map: the sample schedule)")
     args = p.parse_args()
     # More workers than cores is deliberate: they wait on I/O, not on the CPU.
     warnings.filterwarnings("ignore", message="This DataLoader will create")

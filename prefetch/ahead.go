@@ -19,6 +19,12 @@ func (s *Scheduler) applyLocked(st *Stream, plan Plan, read Range) {
 	if !read.Empty() {
 		s.coverLocked(st, plan.Need, read, plan.Sequential, s.affordLocked)
 	}
+	if s.scheduledLocked(st.o) {
+		// The loader's schedule says what it reads next: bytes past this
+		// read belong to other samples, fetched when the schedule says.
+		s.checkLocked()
+		return
+	}
 	withinShare := func(size int64) bool {
 		return s.budget.waiting == 0 && s.affordLocked(size) && st.heldBytes+size <= s.shareLocked(st)
 	}

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"time"
 
 	"github.com/shardfs/shardfs/store"
 )
@@ -155,6 +156,9 @@ func (s *Scheduler) get(ctx context.Context, p *part) {
 	}
 	p.err = err
 	p.to(evFinish)
+	if p.scheduled {
+		p.settledAt = time.Now()
+	}
 	if err == nil {
 		p.arrived.set(want) // a fetcher need not report progress
 	}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"slices"
+	"time"
 
 	"github.com/shardfs/shardfs/store"
 )
@@ -88,6 +89,7 @@ type part struct {
 	scheduled bool
 	schedMade uint64
 	sched     []schedRef
+	settledAt time.Time // when a scheduled part's GET ended (scheduleHoldFor)
 	spec      specKind
 	// head, when not 0, is the size of a first GET for the read that made
 	// the part (see Config.HeadSize); fetched is how many leading bytes

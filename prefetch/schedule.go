@@ -2,6 +2,7 @@ package prefetch
 
 import (
 	"slices"
+	"time"
 
 	"github.com/shardfs/shardfs/store"
 )
@@ -17,19 +18,23 @@ import (
 //   - Fetching. pumpScheduleLocked makes the parts of queued ranges in
 //     order while parts made for the schedule take at most half the
 //     budget and no read waits for budget: a window ahead of the reader,
-//     as wide as that half. Blocks the RAM tier holds are left out;
-//     blocks in the ring are read from there (partSource).
+//     as wide as that half. Blocks a cache tier holds are read from there
+//     into the part (partSource), so that the part holds every byte of
+//     its ranges until they are read.
 //   - Freeing. A part keeps the scheduled ranges it covers (part.sched)
 //     until a read (served from the part or from the cache) overlaps each
 //     of them; then nothing keeps it for the schedule. Its bytes went to
 //     the RAM tier and ring as they arrived (placementOf), where a
 //     sample's neighbours in the same block are found later.
-//   - Bounds. At most MaxScheduledRanges ranges are queued, across
-//     maxScheduleOwners owners; past that ranges are refused and counted.
-//     Ranges the reader has gone past (an owner's range read after them)
-//     are dropped from the queue and from the parts, so ranges never read
-//     cannot keep the window full; a read waiting for budget may evict a
-//     scheduled part no read is using, as it evicts prefetch.
+//   - Bounds. At most MaxScheduledRanges ranges are queued or kept by
+//     parts, across maxScheduleOwners owners; past that ranges are refused
+//     and counted. Ranges the reader has gone past (an owner's range
+//     scheduleReorder later was read) are dropped from the queue and,
+//     once their GET is over, from the parts, and a part made for
+//     the schedule is let go scheduleHoldFor after it arrived, read or
+//     not, so ranges never read cannot keep the window full; a read
+//     waiting for budget may evict a scheduled part no read is using, as
+//     it evicts prefetch.
 //
 // Served bytes come through source.go like any other read: a read inside
 // a scheduled part is answered from the part (heldBySchedule), before the
@@ -64,9 +69,11 @@ const maxScheduleOwners = 1024
 // schedule is the state of the sample schedule. Guarded by Scheduler.mu.
 type schedule struct {
 	owners  map[uint64]*scheduleQueue
-	turn    []uint64 // owners with queued ranges, served in turn from turn[0]
-	queued  int      // ranges in every queue
-	inUse   int64    // budget charged to parts made for the schedule
+	turn    []uint64         // owners with queued ranges, served in turn from turn[0]
+	queued  int              // entries in every queue
+	ranges  int              // ranges queued, plus ranges held by parts (one per part holding it): at most MaxScheduledRanges
+	objects map[objectID]int // ranges counts per object
+	inUse   int64            // budget charged to parts made for the schedule
 	parts   map[*part]struct{}
 	made    uint64 // parts made so far, for eviction order
 	pumping bool   // pumpScheduleLocked is running: a nested call leaves the work to it
@@ -76,7 +83,7 @@ type schedule struct {
 // scheduleQueue is one owner's queued ranges and how far it has read.
 type scheduleQueue struct {
 	entries []schedEntry
-	last    schedRef // the range queued last, for overlap and coalescing
+	last    Range // the range written last, before trimming: overlap is with it
 	lastID  objectID
 	nextSeq uint64
 	readTo  uint64 // seq of the newest range a read reached, plus one
@@ -91,13 +98,44 @@ type schedEntry struct {
 	refs []schedRef
 }
 
-// schedRef is one range as the loader scheduled it.
+// schedRef is one range as the loader scheduled it. A part keeping it
+// counts in left the bytes of it, inside the part, no read has reached.
 type schedRef struct {
 	owner, seq uint64
 	r          Range
+	left       int64
 }
 
-func (s *schedule) active() bool { return s.queued > 0 || len(s.parts) > 0 }
+// overlap is how many bytes a and b share.
+func overlap(a, b Range) int64 { return max(min(a.End, b.End)-max(a.Start, b.Start), 0) }
+
+// countRangesLocked adds n to the ranges queued or kept, in all and for
+// obj.
+func (s *Scheduler) countRangesLocked(obj store.Object, n int) {
+	sc := &s.sched
+	sc.ranges += n
+	id := objectID{obj.Key, obj.ETag}
+	if sc.objects[id] += n; sc.objects[id] <= 0 {
+		delete(sc.objects, id)
+	}
+}
+
+// scheduledLocked reports whether a schedule names ranges of o, queued or
+// kept: its reads are the schedule's, and neither read-ahead nor the
+// density rule guesses what comes after them.
+func (s *Scheduler) scheduledLocked(o *object) bool {
+	return s.sched.objects[objectID{o.obj.Key, o.obj.ETag}] > 0
+}
+
+// scheduleReorder is how far out of order an owner's ranges may be read
+// and still count as in order: DataLoader workers read their samples in
+// parallel, several batches each in flight. A range is passed once a
+// range this many later was read.
+const scheduleReorder = 256
+
+// passed reports whether the owner has read far enough past ref that it
+// will not be read soon.
+func (q *scheduleQueue) passed(ref schedRef) bool { return ref.seq+scheduleReorder < q.readTo }
 
 // blocksOf is r widened to whole blocks.
 func blocksOf(r Range, bs int64) Range {
@@ -165,14 +203,16 @@ func (s *Scheduler) Schedule(owner uint64, ranges []Scheduled) ScheduleResult {
 			q = &scheduleQueue{}
 			sc.owners[owner] = q
 		}
-		if sc.queued >= MaxScheduledRanges {
+		if sc.ranges >= MaxScheduledRanges {
 			full(i)
 			continue
 		}
 		id := objectID{sr.Obj.Key, sr.Obj.ETag}
-		if id == q.lastID {
+		prev, sameObject := q.last, id == q.lastID
+		q.last, q.lastID = r, id
+		if sameObject {
 			var overlapped bool
-			if r, overlapped = trimOverlap(q.last.r, r); overlapped {
+			if r, overlapped = trimOverlap(prev, r); overlapped {
 				if res.Overlapping == 0 {
 					res.FirstOverlapping = i
 				}
@@ -184,15 +224,16 @@ func (s *Scheduler) Schedule(owner uint64, ranges []Scheduled) ScheduleResult {
 		}
 		ref := schedRef{owner: owner, seq: q.nextSeq, r: r}
 		q.nextSeq++
+		res.Queued++
+		s.countRangesLocked(sr.Obj, 1)
 		b := blocksOf(r, s.cfg.BlockSize)
-		// Join the previous entry only while its parts are still to be
-		// made: a placed entry's span no longer grows.
-		if n := len(q.entries); n > 0 && q.lastID == id && q.entries[n-1].next == q.entries[n-1].span.Start {
+		// Join the previous entry when it is of the same object and its
+		// parts are still to be made: a placed entry's span no longer grows.
+		if n := len(q.entries); n > 0 && (objectID{q.entries[n-1].obj.Key, q.entries[n-1].obj.ETag}) == id && q.entries[n-1].next == q.entries[n-1].span.Start {
 			if span, ok := coalesce(q.entries[n-1].span, b, s.cfg.PartSize); ok {
 				e := &q.entries[n-1]
 				e.span, e.next = span, span.Start
 				e.refs = append(e.refs, ref)
-				q.last, res.Queued = ref, res.Queued+1
 				continue
 			}
 		}
@@ -200,9 +241,7 @@ func (s *Scheduler) Schedule(owner uint64, ranges []Scheduled) ScheduleResult {
 			sc.turn = append(sc.turn, owner)
 		}
 		q.entries = append(q.entries, schedEntry{obj: sr.Obj, span: b, next: b.Start, refs: []schedRef{ref}})
-		q.last, q.lastID = ref, id
 		sc.queued++
-		res.Queued++
 	}
 	s.stats.ScheduledRanges += int64(res.Queued)
 	s.pumpScheduleLocked()
@@ -230,11 +269,12 @@ func (s *Scheduler) pumpScheduleLocked() {
 			owner := sc.turn[0]
 			q := sc.owners[owner]
 			e := &q.entries[0]
-			if e.refs[len(e.refs)-1].seq < q.readTo { // the reader went past all of it
+			if q.passed(e.refs[len(e.refs)-1]) { // the reader went past all of it
 				s.stats.ScheduleSkipped += int64(len(e.refs))
 			} else if !s.placeLocked(e, afford) {
 				break
 			}
+			s.countRangesLocked(e.obj, -len(e.refs))
 			q.entries[0] = schedEntry{}
 			q.entries = q.entries[1:]
 			sc.queued--
@@ -261,8 +301,11 @@ func (s *Scheduler) placeLocked(e *schedEntry, afford func(int64) bool) bool {
 			e.next = p.end
 			continue
 		}
-		gap, cached := s.partSource(o.obj, s.gapLocked(o, e.next, end), true)
-		if gap.Empty() { // in the RAM tier: the read finds it there
+		// Blocks a cache tier holds are read from it into the part, like
+		// blocks fetched: the part keeps them until the range is read,
+		// where the RAM tier might have dropped them by then.
+		gap, cached := s.partSource(o.obj, s.gapLocked(o, e.next, end), false)
+		if gap.Empty() {
 			e.next = gap.End + bs
 			continue
 		}
@@ -286,9 +329,11 @@ func (s *Scheduler) placeLocked(e *schedEntry, afford func(int64) bool) bool {
 // keepForScheduleLocked has p keep the refs that overlap it until read.
 func (s *Scheduler) keepForScheduleLocked(p *part, refs []schedRef) {
 	for _, ref := range refs {
-		if ref.r.Start < p.end && ref.r.End > p.off && !slices.Contains(p.sched, ref) {
+		kept := slices.ContainsFunc(p.sched, func(k schedRef) bool { return k.owner == ref.owner && k.seq == ref.seq })
+		if ref.left = overlap(ref.r, Range{p.off, p.end}); ref.left > 0 && !kept {
 			p.sched = append(p.sched, ref)
 			s.sched.owners[ref.owner].held++
+			s.countRangesLocked(p.o.obj, 1)
 		}
 	}
 	if len(p.sched) > 0 {
@@ -297,20 +342,25 @@ func (s *Scheduler) keepForScheduleLocked(p *part, refs []schedRef) {
 }
 
 // consumeScheduleLocked records a read of r from p: the scheduled ranges
-// it overlaps are read, their owners have read that far, and p is let go
-// when nothing else keeps it.
+// it reaches the last unread bytes of are read, their owners have read
+// that far, and p is let go when nothing else keeps it. (A large sample
+// comes in several reads, in any order: the part stays for all of them.)
 func (s *Scheduler) consumeScheduleLocked(p *part, r Range) {
 	if len(p.sched) == 0 || r.Empty() {
 		return
 	}
 	passed := false
 	var owners []uint64
+	for i := range p.sched {
+		p.sched[i].left -= overlap(p.sched[i].r, r)
+	}
 	p.sched = slices.DeleteFunc(p.sched, func(ref schedRef) bool {
-		if ref.r.Start >= r.End || ref.r.End <= r.Start {
+		if ref.left > 0 {
 			return false
 		}
 		q := s.sched.owners[ref.owner]
 		q.held--
+		s.countRangesLocked(p.o.obj, -1)
 		owners = append(owners, ref.owner)
 		if ref.seq >= q.readTo {
 			q.readTo, passed = ref.seq+1, true
@@ -327,18 +377,31 @@ func (s *Scheduler) consumeScheduleLocked(p *part, r Range) {
 	}
 }
 
+// scheduleHoldFor is how long a part made for a schedule is kept, once
+// arrived, for ranges nobody reads: a loader that stopped (an epoch cut
+// short, a process gone) must not hold the schedule's window for ever. Its
+// bytes stay in the cache; the next schedule event lets it go.
+const scheduleHoldFor = 30 * time.Second
+
 // dropPassedLocked drops, from the parts that keep them, the ranges their
-// owner has read past without reading them: they will not be read soon.
+// owner has read past without reading them (they will not be read soon),
+// and the ranges of scheduled parts that arrived scheduleHoldFor ago.
 func (s *Scheduler) dropPassedLocked() {
 	var freed []*part
 	var owners []uint64
+	now := time.Now()
 	for p := range s.sched.parts {
+		if !p.settled() {
+			continue // its GET runs: cancelling it would waste what it fetched
+		}
+		expired := p.scheduled && !p.settledAt.IsZero() && now.Sub(p.settledAt) > scheduleHoldFor
 		p.sched = slices.DeleteFunc(p.sched, func(ref schedRef) bool {
 			q := s.sched.owners[ref.owner]
-			if ref.seq >= q.readTo {
+			if !q.passed(ref) && !expired {
 				return false
 			}
 			q.held--
+			s.countRangesLocked(p.o.obj, -1)
 			owners = append(owners, ref.owner)
 			s.stats.ScheduleSkipped++
 			return true
@@ -369,6 +432,7 @@ func (s *Scheduler) dropScheduleOfLocked(p *part) {
 	for _, ref := range p.sched {
 		if q := s.sched.owners[ref.owner]; q != nil {
 			q.held--
+			s.countRangesLocked(p.o.obj, -1)
 		}
 	}
 	owners := p.sched

@@ -87,6 +87,8 @@ func TestScheduleCoalescesNeighbouringRangesIntoGETs(t *testing.T) {
 			gets: 2, bytes: 2 * mib, queued: 3},
 		{name: "overlap trimmed", ranges: []Scheduled{sr(a, 0, 200*kib), sr(a, 100*kib, 200*kib)},
 			gets: 1, bytes: mib, queued: 2, overlap: 1},
+		{name: "overlap is with the range as written", ranges: []Scheduled{sr(a, 0, 100*kib), sr(a, 50*kib, 100*kib), sr(a, 0, 100*kib)},
+			gets: 1, bytes: mib, queued: 3, overlap: 2},
 		{name: "duplicate dropped", ranges: []Scheduled{sr(a, 0, 100*kib), sr(a, 0, 100*kib)},
 			gets: 1, bytes: mib, queued: 1, overlap: 1},
 		{name: "last block short", ranges: []Scheduled{sr(fakeObject("c.tar", 3*mib+5), 3*mib, 5)},
@@ -216,8 +218,8 @@ func TestScheduleRefusesOwnersPastTheCap(t *testing.T) {
 	}
 }
 
-// A reader that reads a later range of its schedule has gone past the
-// earlier ones: parts kept for them are let go, and the window moves on.
+// A reader that reads a range scheduleReorder past others has gone past
+// them: parts kept for them are let go, and the window moves on.
 func TestScheduleDropsRangesTheReaderWentPast(t *testing.T) {
 	cfg := DefaultConfig()
 	cfg.Memory = 16 * mib // a window of 8 one-block parts
@@ -225,40 +227,82 @@ func TestScheduleDropsRangesTheReaderWentPast(t *testing.T) {
 	s := newTestScheduler(t, cfg, f, nil)
 	obj := fakeObject("a.tar", 256*mib)
 	var ranges []Scheduled
-	for i := range 64 {
+	for i := range 7 { // ranges 0-6: a part each
 		ranges = append(ranges, Scheduled{Obj: obj, Off: int64(i) * 2 * mib, Len: 64 * kib})
+	}
+	for i := range scheduleReorder + 40 { // ranges 7-302: one part, at 14 MiB
+		ranges = append(ranges, Scheduled{Obj: obj, Off: 14*mib + int64(i)*kib, Len: kib})
+	}
+	last := len(ranges) - 1
+	for i := range 8 { // past the window: at 16, 18, ... MiB
+		ranges = append(ranges, Scheduled{Obj: obj, Off: 16*mib + int64(i)*2*mib, Len: 64 * kib})
 	}
 	s.Schedule(1, ranges)
 	settledStats(t, s)
 	if got := f.getsAt(obj.Key, 16*mib); got != 0 {
-		t.Fatalf("range 8 fetched before anything was read: the window is 8 parts")
+		t.Fatalf("a range past the window fetched before anything was read: the window is 8 parts")
 	}
-	buf := make([]byte, 64*kib)
-	read := func(i int) {
+	read := func(r Scheduled) {
 		t.Helper()
 		rd := s.OpenReader(obj, false)
 		defer rd.Close()
-		off := ranges[i].Off
-		if n, _, err := rd.ReadAt(testContext(t), buf, off); err != nil || !bytes.Equal(buf[:n], wantBytes(obj, off, len(buf))) {
-			t.Fatalf("read range %d: n=%d err=%v, or wrong bytes", i, n, err)
+		buf := make([]byte, r.Len)
+		if n, _, err := rd.ReadAt(testContext(t), buf, r.Off); err != nil || !bytes.Equal(buf[:n], wantBytes(obj, r.Off, len(buf))) {
+			t.Fatalf("read at %d: n=%d err=%v, or wrong bytes", r.Off, n, err)
 		}
 	}
-	read(7)                                                           // past ranges 0-6
-	waitFor(t, func() bool { return f.getsAt(obj.Key, 28*mib) == 1 }) // range 14: ranges 0-7 let go
+	read(ranges[last])                                                // more than scheduleReorder past ranges 0-6
+	waitFor(t, func() bool { return f.getsAt(obj.Key, 16*mib) == 1 }) // parts 0-6 let go: the window moved on
 	st := settledStats(t, s)
 	if st.ScheduleSkipped < 7 {
 		t.Errorf("%d ranges dropped as passed, want at least 7", st.ScheduleSkipped)
 	}
-	for i := 8; i < len(ranges); i++ {
-		read(i)
+	for _, r := range ranges[last+1:] {
+		read(r)
+	}
+	for i := 7; i < last; i++ {
+		read(ranges[i])
 	}
 	st = settledStats(t, s)
 	if st.ScheduleInUseBytes != 0 || st.ScheduleQueued != 0 {
-		t.Errorf("after the last range: %d bytes held, %d queued", st.ScheduleInUseBytes, st.ScheduleQueued)
+		t.Errorf("after the last range: %d bytes held, %d ranges queued or kept", st.ScheduleInUseBytes, st.ScheduleQueued)
 	}
-	for i := range 7 {
-		if got := f.getsAt(obj.Key, ranges[i].Off); got != 1 {
-			t.Errorf("range %d fetched %d times, want once", i, got)
+	for _, r := range ranges[:7] {
+		if got := f.getsAt(obj.Key, r.Off); got != 1 {
+			t.Errorf("range at %d fetched %d times, want once", r.Off, got)
 		}
+	}
+}
+
+// A large sample comes in many reads (the kernel's 128 KiB requests): the
+// part fetched for it stays until the last of them, so the sample costs
+// one GET of its bytes, whatever order the reads come in.
+func TestScheduledRangeReadInPiecesIsFetchedOnce(t *testing.T) {
+	f := &fakeFetcher{}
+	s := newTestScheduler(t, DefaultConfig(), f, nil)
+	obj := fakeObject("big-samples.tar", 64*mib)
+	sample := Scheduled{Obj: obj, Off: 8 * mib, Len: 4 * mib}
+	s.Schedule(1, []Scheduled{sample})
+	settledStats(t, s)
+	const piece = 128 * kib
+	var offs []int64
+	for off := sample.Off; off < sample.Off+sample.Len; off += piece {
+		offs = append(offs, off)
+	}
+	rand.New(rand.NewPCG(15, 128)).Shuffle(len(offs), func(i, j int) { offs[i], offs[j] = offs[j], offs[i] })
+	rd := s.OpenReader(obj, false)
+	defer rd.Close()
+	buf := make([]byte, piece)
+	for _, off := range offs {
+		if n, _, err := rd.ReadAt(testContext(t), buf, off); err != nil || !bytes.Equal(buf[:n], wantBytes(obj, off, len(buf))) {
+			t.Fatalf("read at %d: n=%d err=%v, or wrong bytes", off, n, err)
+		}
+	}
+	st := settledStats(t, s)
+	if g, asked := f.gets.Load(), f.askedBytes.Load(); g != 1 || asked != sample.Len {
+		t.Errorf("a 4 MiB scheduled sample read in %d pieces: %d GETs of %d bytes, want 1 of %d", len(offs), g, asked, sample.Len)
+	}
+	if st.ScheduleInUseBytes != 0 || st.ScheduleRead != 1 {
+		t.Errorf("after the sample: %d bytes still held, %d ranges read; want 0 and 1", st.ScheduleInUseBytes, st.ScheduleRead)
 	}
 }

@@ -109,7 +109,7 @@ func NewScheduler(cfg Config, f Fetcher, sink Sink, log *slog.Logger) *Scheduler
 	return &Scheduler{
 		cfg: cfg, fetch: f, sink: sink, cache: cache, log: log, ctx: ctx, cancel: cancel,
 		budget: budget{released: make(chan struct{})},
-		sched:  schedule{owners: map[uint64]*scheduleQueue{}, parts: map[*part]struct{}{}},
+		sched:  schedule{owners: map[uint64]*scheduleQueue{}, parts: map[*part]struct{}{}, objects: map[objectID]int{}},
 		registry: registry{
 			objects: map[objectID]*object{},
 			streams: map[*Stream]struct{}{},
@@ -136,8 +136,9 @@ func (s *Scheduler) Close() {
 		}
 		s.registry.hints = nil
 		s.registry.dense = nil
-		s.sched.turn, s.sched.queued = nil, 0
+		s.sched.turn, s.sched.queued, s.sched.ranges = nil, 0, 0
 		clear(s.sched.owners)
+		clear(s.sched.objects)
 		s.notifyLocked()
 	}
 	s.mu.Unlock()
@@ -193,7 +194,7 @@ func (s *Scheduler) Stats() Stats {
 	st.InUseBytes = s.budget.inUse
 	st.Streams = int64(len(s.registry.streams))
 	st.Running = int64(s.gets.running)
-	st.ScheduleQueued = int64(s.sched.queued)
+	st.ScheduleQueued = int64(s.sched.ranges)
 	st.ScheduleInUseBytes = s.sched.inUse
 	return st
 }

@@ -59,8 +59,9 @@ import (
 // A dense or scheduled part read from the ring is copied into RAM as it is
 // read (ringPlacementOf).
 //
-// While a loader's schedule is queued or held, random reads do not turn
-// an object dense: the schedule says what is read next.
+// While a loader's schedule names ranges of an object, queued or kept, its
+// reads neither read ahead nor turn it dense (scheduledLocked, ahead.go):
+// the schedule says what is read next.
 
 // Read answers len(p) bytes at off, io.ReaderAt's way: short only at the
 // end of the object, with io.EOF. data is p[:n], or bytes the read path
@@ -238,7 +239,7 @@ func ringPlacementOf(p *part) cache.Placement {
 func (s *Scheduler) noteRandomLocked(o *object, need Range) {
 	bs := s.cfg.BlockSize
 	blocks := ceilTo(o.obj.Size, bs) / bs
-	if !s.cfg.DenseRandom || need.Empty() || blocks > maxTrackedBlocks || s.sched.active() {
+	if !s.cfg.DenseRandom || need.Empty() || blocks > maxTrackedBlocks || s.scheduledLocked(o) {
 		return
 	}
 	id := objectID{o.obj.Key, o.obj.ETag}

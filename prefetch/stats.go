@@ -31,6 +31,6 @@ type Stats struct {
 	ScheduleParts         int64 // parts fetched (or read from the ring) for them
 	ScheduleRead          int64 // scheduled ranges a read reached while a part kept them
 	ScheduleSkipped       int64 // scheduled ranges dropped because their reader had gone past them
-	ScheduleQueued        int64 // ranges queued now, their parts not yet made
+	ScheduleQueued        int64 // ranges queued now or kept by parts until read (at most MaxScheduledRanges)
 	ScheduleInUseBytes    int64 // budget held now by parts made for schedules
 }

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"os/exec"
 	"path"
 	"path/filepath"
 	"strconv"
@@ -70,9 +71,20 @@ func samplesPerShard(t *testing.T) map[string]int {
 // runCheckEpochs runs examples/check_epochs.py on dir and returns its RESULT.
 func runCheckEpochs(t *testing.T, dir string, args ...string) loaderResult {
 	t.Helper()
+	out, err := checkEpochsCmd(dir, args...).CombinedOutput()
+	return parseCheckEpochs(t, out, err, args)
+}
+
+// checkEpochsCmd is examples/check_epochs.py on dir with args.
+func checkEpochsCmd(dir string, args ...string) *exec.Cmd {
 	script := filepath.Join(e2e.root, "examples", "check_epochs.py")
-	cmd := pythonCmd(append([]string{script, dir}, args...)...)
-	out, err := cmd.CombinedOutput()
+	return pythonCmd(append([]string{script, dir}, args...)...)
+}
+
+// parseCheckEpochs reads the RESULT of a check_epochs.py run with args
+// that printed out and ended with err.
+func parseCheckEpochs(t *testing.T, out []byte, err error, args []string) loaderResult {
+	t.Helper()
 	var res loaderResult
 	i := strings.LastIndex(string(out), "RESULT ")
 	if i < 0 {

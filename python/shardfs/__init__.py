@@ -6,6 +6,8 @@ Public names (stable; each also importable from its module):
                                         across ranks and DataLoader workers, streamed
     TarIndexDataset   shardfs.mapstyle  map-style Dataset: tar headers indexed once,
                                         samples read with os.pread
+    ScheduledSampler  shardfs.mapstyle  wraps its sampler and writes the epoch's sample
+                                        schedule (byte ranges, in order) to the mount
     build_index, index_shard, find_shards, split_key, decode_member
                                         the pieces both datasets are made of
     Hints, write_hints shardfs.hints    tell a mount which shards are read next
@@ -32,6 +34,7 @@ _LAZY = {
     "split_key": "iterable",
     "decode_member": "iterable",
     "TarIndexDataset": "mapstyle",
+    "ScheduledSampler": "mapstyle",
     "build_index": "mapstyle",
     "index_shard": "mapstyle",
     "Client": "gpu",

@@ -10,7 +10,13 @@ shardfs mount a random pread fetches only the cache blocks it touches.
     from torch.utils.data import DataLoader
     from shardfs import TarIndexDataset
     ds = TarIndexDataset("/mnt/wds", index_path="/tmp/wds.index.json")
-    loader = DataLoader(ds, batch_size=None, shuffle=True, num_workers=4)
+    loader = DataLoader(ds, batch_size=None, sampler=ScheduledSampler(ds), num_workers=4)
+
+ScheduledSampler wraps the epoch's sampler (RandomSampler by default; a
+DistributedSampler for ranks, set_epoch passed on) and, on a shardfs mount,
+writes the byte ranges of the coming samples to /.shardfs/hints in the order
+the sampler yields them (PATH OFFSET LENGTH lines), a window ahead: the mount
+fetches them in that order before the workers ask.
 
 The index can be saved (index_path) so later runs and other ranks skip the
 header scan. File descriptors are opened lazily in each worker process.
@@ -25,9 +31,11 @@ from .iterable import decode_member, find_shards, split_key
 from .mount import SIDE_DIR, find_mount
 
 try:
-    from torch.utils.data import Dataset
+    from torch.utils.data import Dataset, Sampler
 except ImportError:  # torch is optional: without it the dataset is a plain sequence
-    Dataset = object
+    Dataset = Sampler = object
+
+_UNKNOWN = object()  # a TarIndexDataset's mount before it is looked for
 
 
 def served_members(path):
@@ -99,6 +107,7 @@ class TarIndexDataset(Dataset):
         self.samples = index["samples"]
         self._fds = {}
         self._pid = None
+        self._mount = _UNKNOWN
 
     def __len__(self):
         return len(self.samples)
@@ -126,7 +135,83 @@ class TarIndexDataset(Dataset):
             sample[ext] = self.decode(ext, data)
         return sample
 
+    def sample_ranges(self, i):
+        """[(shard path, offset, size)]: the byte ranges dataset[i] reads, one per member, in the
+        order it reads them."""
+        shard, _, members = self.samples[i]
+        return [(self.shards[shard], offset, size) for offset, size in members.values()]
+
+    def write_schedule(self, indices):
+        """Tells the mount holding the shards that dataset[i] is read next for each i of
+        indices, in that order, in one write: a PATH OFFSET LENGTH line per member, exactly
+        the bytes dataset[i] reads (the mount joins neighbours into one GET). Returns the
+        lines written: 0 off a shardfs mount or when the write fails (a schedule only makes
+        reads faster)."""
+        if self._mount is _UNKNOWN:
+            self._mount = find_mount(self.root)
+        if self._mount is None:
+            return 0
+        lines = []
+        for i in indices:
+            for path, offset, size in self.sample_ranges(i):
+                if size > 0:
+                    lines.append("%s %d %d\n" % (os.path.relpath(os.path.abspath(path), self._mount.root), offset, size))
+        try:
+            with open(self._mount.hints, "w") as f:
+                f.write("".join(lines))
+        except OSError:
+            self._mount = None  # a mount that refuses the schedule: stop trying
+            return 0
+        return len(lines)
+
     def __del__(self):
         if self._pid == os.getpid():
             for fd in self._fds.values():
                 os.close(fd)
+
+
+class ScheduledSampler(Sampler):
+    """Yields the indices of sampler (default: a fresh random permutation per epoch) and keeps
+    the byte ranges of the next `lookahead` samples written to the dataset's mount, in order.
+
+    The sampler runs in the DataLoader's main process, which hands batches to the workers in
+    the order it draws them; so the order it yields is the order samples are read, across
+    all workers, and one schedule per process (per rank) says it all. Each epoch's
+    permutation is drawn whole first, as RandomSampler and DistributedSampler do anyway;
+    set_epoch is passed on. Off a shardfs mount it yields the same indices and writes nothing.
+    """
+
+    def __init__(self, dataset, sampler=None, lookahead=1024):
+        if sampler is None:
+            sampler = _random_sampler(dataset)
+        self.dataset = dataset
+        self.sampler = sampler
+        self.lookahead = max(int(lookahead), 1)
+
+    def __len__(self):
+        return len(self.sampler)
+
+    def set_epoch(self, epoch):
+        if hasattr(self.sampler, "set_epoch"):
+            self.sampler.set_epoch(epoch)
+
+    def __iter__(self):
+        order = list(self.sampler)
+        sent, writing = 0, True
+        for i, index in enumerate(order):
+            # Written half a window at a time: at least lookahead/2 samples ahead of the reader.
+            if writing and sent < len(order) and sent - i <= self.lookahead // 2:
+                upto = min(len(order), i + self.lookahead)
+                writing = self.dataset.write_schedule(order[sent:upto]) > 0
+                sent = upto
+            yield index
+
+
+def _random_sampler(dataset):
+    try:
+        from torch.utils.data import RandomSampler
+    except ImportError:  # without torch: a shuffled list of every index
+        import random
+
+        return random.sample(range(len(dataset)), len(dataset))
+    return RandomSampler(dataset)

@@ -118,5 +118,81 @@ class ServedIndexTest(unittest.TestCase):
             self.assertEqual(got, want)
 
 
+class ScheduleTest(unittest.TestCase):
+    """ScheduledSampler yields its sampler's order and writes the samples' ranges, in that order, ahead."""
+
+    def setUp(self):
+        self.tmp = tempfile.TemporaryDirectory()
+        self.root = self.tmp.name
+        make_shards(self.root, n_shards=3, per_shard=7)
+        self.side = fake_mount(self.root)
+        self.ds = shardfs.TarIndexDataset(self.root)
+        self.order = list(range(len(self.ds)))
+        import random
+
+        random.Random(15).shuffle(self.order)
+
+    def tearDown(self):
+        self.tmp.cleanup()
+
+    def test_lines_are_the_samples_ranges_in_order(self):
+        got = list(shardfs.ScheduledSampler(self.ds, sampler=self.order, lookahead=10**6))
+        self.assertEqual(got, self.order)
+        with open(os.path.join(self.side, "hints")) as f:
+            lines = f.read().splitlines()
+        want = []
+        for i in self.order:
+            shard, key, members = self.ds.samples[i]
+            rel = os.path.relpath(self.ds.shards[shard], self.root)
+            sample = self.ds[i]
+            with open(os.path.join(self.root, rel), "rb") as f:
+                data = f.read()
+            for offset, size in members.values():  # in the order dataset[i] reads them
+                want.append("%s %d %d" % (rel, offset, size))
+            self.assertEqual(data[members["jpg"][0]:][:members["jpg"][1]], bytes(sample["jpg"]))
+        self.assertEqual(lines, want)
+
+    def test_written_a_window_ahead(self):
+        from unittest import mock
+
+        calls = []
+        real = self.ds.write_schedule
+        with mock.patch.object(self.ds, "write_schedule", side_effect=lambda idx: calls.append(list(idx)) or real(idx)):
+            sent = 0
+            for i, index in enumerate(shardfs.ScheduledSampler(self.ds, sampler=self.order, lookahead=6)):
+                sent = sum(map(len, calls))
+                self.assertGreaterEqual(sent, min(i + 1 + 3, len(self.order)), "sample %d yielded before the schedule reached %d" % (i, i + 3))
+                self.assertLessEqual(sent, i + 6, "more than a window written ahead")
+        self.assertEqual([x for c in calls for x in c], self.order)
+
+    def test_off_a_mount_writes_nothing(self):
+        with tempfile.TemporaryDirectory() as root:
+            make_shards(root, n_shards=2, per_shard=3)
+            ds = shardfs.TarIndexDataset(root)
+            self.assertEqual(ds.write_schedule(range(len(ds))), 0)
+            order = [5, 0, 3, 1, 4, 2]
+            self.assertEqual(list(shardfs.ScheduledSampler(ds, sampler=order)), order)
+
+    @unittest.skipIf(torch is None, "torch not installed")
+    def test_distributed_sampler_epochs_and_ranks(self):
+        from torch.utils.data import DistributedSampler
+
+        seen = []
+        for rank in range(2):
+            inner = DistributedSampler(self.ds, num_replicas=2, rank=rank, shuffle=True, seed=3)
+            ss = shardfs.ScheduledSampler(self.ds, sampler=inner)
+            ss.set_epoch(1)
+            ref = DistributedSampler(self.ds, num_replicas=2, rank=rank, shuffle=True, seed=3)
+            ref.set_epoch(1)
+            self.assertEqual(list(ss), list(ref))
+            seen += list(ss)
+        self.assertEqual(set(seen), set(range(len(self.ds))))
+        self.check_loader(shardfs.ScheduledSampler(self.ds))
+
+    def check_loader(self, sampler):
+        keys = [s["__key__"] for s in DataLoader(self.ds, batch_size=None, sampler=sampler, num_workers=2)]
+        self.assertEqual(sorted(keys), sorted(k for _, k, _ in self.ds.samples))
+
+
 if __name__ == "__main__":
     unittest.main()

@@ -100,11 +100,17 @@ except ImportError:
 PY
 
 step "shardfs gpus" "$BIN" gpus
+# Warmed first, so that the cache holds them as whole-shard files too: the
+# large shard (the benchmark's cuFile rows) and one small one, which the
+# interface checks read whole and then delete under the client.
+"$BIN" warm "$SRC" --cache-dir "$CACHE_DIR" --cache-size 4GiB --include 'large/*'
+"$BIN" warm "$SRC" --cache-dir "$CACHE_DIR" --cache-size 4GiB --include shard-000001.tar
 # First with a RAM tier that holds the large shard: READs copy from RAM.
 "$BIN" mount "$SRC" "$MNT" --cache-dir "$CACHE_DIR" --cache-size 4GiB --memory-cache-size 1GiB \
 	--log-file "$DIR/shardfs.log"
 step "ctl capabilities" "$PY" -m json.tool "$MNT/.shardfs/ctl"
-step "interface checks (test_client.py)" "$PY" gds/python/test_client.py --mount "$MNT" --source "$SRC"
+step "interface checks (test_client.py)" "$PY" gds/python/test_client.py --mount "$MNT" --source "$SRC" \
+	--whole shard-000001.tar --cold shard-000000.tar
 step "throughput, bytes in the RAM tier (gpu_bench.py)" env PYTHONUNBUFFERED=1 \
 	"$PY" gds/python/gpu_bench.py --mount "$MNT" --seconds "$SECONDS_PER_ROW"
 step "example training loop" "$PY" gds/python/example_train.py --mount "$MNT" --steps 30

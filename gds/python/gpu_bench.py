@@ -13,8 +13,10 @@ GPU section (CUDA only): host-to-device throughput of the staged path
 (read_into a CUDA tensor: READ + cudaHostRegister'd buffer + non-blocking
 copy) against a plain torch pinned-memory copy, and the direct path
 (LEASE + kvikio or libcufile) wherever cuFile loads, with the mode it runs
-in. Both paths' bytes on the GPU are compared with the file first. Without
-CUDA it says so and exits 0.
+in; for a shard the cache holds whole (warmed before the mount), read_into
+from the whole-shard file with cuFile and with O_DIRECT preads + copies,
+against the staged path. Every path's bytes on the GPU are compared with the
+file first. Without CUDA it says so and exits 0.
 """
 
 import argparse
@@ -256,6 +258,48 @@ def gpu_section(client, mount, rel, size, chunk, seconds):
         print("  direct path: %s" % mode)
 
 
+def whole_file_rows(mount, rel, chunk, seconds, staging, pipeline_chunk):
+    """read_into a CUDA tensor from the shard's whole-shard file: with cuFile
+    (whatever mode it loads in) and with O_DIRECT preads + copies, against
+    the staged path of the same client settings with whole files off."""
+    import torch
+
+    with gds.Client(mount, buffer_size=0) as c:
+        try:
+            c.whole_file(rel)
+        except OSError as e:
+            print("  whole-file rows: %s is not held whole (%s); warm it before the mount" % (rel, e.strerror))
+            return
+    size = os.path.getsize(os.path.join(mount, rel))
+    chunk = min(chunk, size)
+    offsets = list(range(0, size - chunk + 1, chunk)) or [0]
+    dev = torch.empty(chunk, dtype=torch.uint8, device="cuda")
+    with open(os.path.join(mount, rel), "rb") as f:
+        want = torch.frombuffer(bytearray(os.pread(f.fileno(), chunk, offsets[1 % len(offsets)])),
+                                dtype=torch.uint8).cuda()
+    sync = torch.cuda.synchronize
+    rows = []
+    for name, opts in (("staged read_into (whole files off)", {"whole_files": False}),
+                       ("whole-file read_into, cuFile", {}),
+                       ("whole-file read_into, O_DIRECT pread + copy", {"cufile": False})):
+        with gds.Client(mount, buffer_size=staging, chunk_size=pipeline_chunk, **opts) as c:
+            dev.zero_()
+            c.read_into(dev, rel, offsets[1 % len(offsets)], chunk)
+            sync()
+            if not torch.equal(dev, want):
+                raise SystemExit("%s: bytes on the GPU differ from the file" % name)
+            if opts == {} and c.last_path != "whole-file cufile":
+                print("  whole-file read_into, cuFile: not used (%s), path %s" % (c.whole_file_mode(), c.last_path))
+                continue
+            bps = rate(lambda i: c.read_into(dev, rel, offsets[i % len(offsets)], chunk), chunk, seconds, sync)
+            rows.append((name, bps, c.last_path, c.whole_file_mode()))
+    base = None
+    for name, bps, path, mode in rows:
+        report(name, bps, base)
+        print("  %-44s path %s%s" % ("", path, ", cuFile " + mode if path == "whole-file cufile" else ""))
+        base = base or ("staged", bps)
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--mount", required=True)
@@ -267,7 +311,10 @@ def main():
     a = ap.parse_args()
 
     rel, size = (a.file, os.path.getsize(os.path.join(a.mount, a.file))) if a.file else pick_file(a.mount)
-    with gds.Client(a.mount, buffer_size=a.staging or 2 * a.chunk, chunk_size=a.pipeline_chunk) as client:
+    # whole_files=False: the rows below measure the staged and leased paths
+    # even for a shard the cache holds whole (whole_file_rows has its own).
+    with gds.Client(a.mount, buffer_size=a.staging or 2 * a.chunk, chunk_size=a.pipeline_chunk,
+                    whole_files=False) as client:
         caps = client.capabilities()
         print("shardfs ABI %d, leases %s, GPUs seen by the daemon: %d" % (caps["abi_version"], caps["leases"], len(caps["gpus"])))
         host_section(client, a.mount, rel, size, a.chunk, a.seconds)
@@ -280,6 +327,7 @@ def main():
             print("no CUDA device (or no torch with CUDA): GPU checks skipped")
             return 0
         gpu_section(client, a.mount, rel, size, a.chunk, a.seconds)
+    whole_file_rows(a.mount, rel, a.chunk, a.seconds, a.staging or 2 * a.chunk, a.pipeline_chunk)
     return 0
 
 

@@ -439,8 +439,10 @@ class Suite:
         size = len(data)
         cases = [(0, size), (1, size - 1), (4095, 5 << 20), (4096, 300_000), (size // 2 + 3, 1 << 20), (size - 1, 10),
                  (size, 10)]
-        for opts in ({}, {"buffer_size": 256 << 10, "chunk_size": 64 << 10}):
+        small = {"buffer_size": 256 << 10, "chunk_size": 64 << 10}
+        for opts, readers in (({}, 4), (small, 4), (small, 1)):
             with gds.Client(self.mount, **opts) as c:
+                c._whole.readers = readers  # preads in flight; 1: one at a time, on this thread
                 for off, n in cases:
                     out = np.full(n, 0xEE, np.uint8)
                     got = c.read_into(out, self.whole, off, n)
@@ -449,6 +451,7 @@ class Suite:
                     assert c.last_path == "whole-file pread", (opts, off, n, c.last_path)
                 assert c.path_stats["whole-file pread"]["calls"] == len(cases), c.path_stats
                 assert list(c._whole._open), "no whole-shard file was opened"
+                assert (c._whole._pool is not None) == (readers > 1), (readers, c._whole._pool)
                 expect_errno(errno.ERANGE, c.read_into, np.zeros(1, np.uint8), self.whole, size + 1, 1)
                 cold = self.data(self.cold)
                 out = np.zeros(len(cold), np.uint8)

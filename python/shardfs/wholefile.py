@@ -16,6 +16,7 @@ reads the same bytes.
 """
 
 import collections
+import concurrent.futures
 import errno
 import os
 
@@ -62,20 +63,34 @@ class WholeFiles:
     recently used closed first) and the cuFile engine."""
 
     MAX_OPEN = 8
+    # preads in flight at once: a disk answers several requests faster than
+    # one at a time (the batch path has as many READs in flight), and
+    # os.preadv lets go of the GIL while it waits.
+    READERS = 4
 
     def __init__(self, client, cufile=None):
         self.client = client
         self.cufile = cufile
+        self.readers = self.READERS
+        self._pool = None  # the reader threads, made on first use
         self.engine = None  # None: not chosen yet; False: none
         self.usable = True  # False once the daemon refused for good
         self._open = collections.OrderedDict()  # file path -> _Open
         self._of = {}  # shard path (or fd) -> the file last named for it
 
     def close(self):
+        if self._pool is not None:
+            self._pool.shutdown()
+            self._pool = None
         for f in self._open.values():
             f.close()
         self._open.clear()
         self._of.clear()
+
+    def _readers(self):
+        if self._pool is None and self.readers > 1:
+            self._pool = concurrent.futures.ThreadPoolExecutor(self.readers, thread_name_prefix="shardfs-whole")
+        return self._pool
 
     def cufile_engine(self):
         if self.engine is None:
@@ -153,44 +168,56 @@ class WholeFiles:
         if staging is None:
             raise Unavailable("no staging buffer")
         copier = self.client._copy_engine("cuda" if cuda else "host")
-        _pread_chunks(f, staging, out, offset, length, min(self.client.chunk_size, staging.size), copier)
+        _pread_chunks(f, staging, out, offset, length, min(self.client.chunk_size, staging.size), copier,
+                      self._readers(), self.readers)
         return length, PATH_PREAD
 
 
 _ALIGN = 4096  # O_DIRECT: offsets, lengths and memory in whole sectors
 
 
-def _pread_chunks(f, staging, out, offset, length, chunk, copier):
+def _pread_chunks(f, staging, out, offset, length, chunk, copier, pool=None, readers=1):
     """preads [offset, offset+length) of f into the staging buffer's slots
-    of chunk bytes and hands each to copier (the same engines the pipeline
-    uses). With O_DIRECT a read starts on the sector below its offset and
-    ends on one above: the first read is shortened so that the slot holds
-    its sector padding, and every later one starts aligned."""
+    of chunk bytes, up to readers at once on pool's threads (one at a time
+    without a pool), and hands each chunk to copier in order (the engines
+    the pipeline uses). With O_DIRECT a read starts on the sector below its
+    offset and ends on one above: the first read is shortened so that its
+    slot holds the padding, and every later one starts aligned."""
     slots = max(1, staging.size // chunk)  # as many as the copy engine has
     if f.direct:
         chunk = chunk // _ALIGN * _ALIGN  # a slot holds whole sectors
         if chunk == 0:
             raise Unavailable("staging buffer smaller than a sector")
     view = memoryview(staging.mm)
+    depth = max(1, min(readers if pool is not None else 1, slots))
+    pending = collections.deque()  # (future or bytes read, slot, dst offset, head, n), in file order
     try:
-        _pread_loop(f, staging, view, out, offset, length, chunk, slots, copier)
+        planned, k, done = 0, 0, 0
+        while done < length:
+            while planned < length and len(pending) < depth:
+                slot = k % slots
+                copier.reuse(slot)  # the copy out of this slot is over
+                pos = offset + planned
+                head = pos % _ALIGN if f.direct else 0
+                n = min(chunk - head, length - planned)
+                want = -(-(head + n) // _ALIGN) * _ALIGN if f.direct else n
+                args = (f.fd, [view[slot * chunk:slot * chunk + want]], pos - head)
+                got = pool.submit(os.preadv, *args) if depth > 1 else os.preadv(*args)
+                pending.append((got, slot, planned, head, n))
+                planned += n
+                k += 1
+            got, slot, at, head, n = pending.popleft()
+            if not isinstance(got, int):
+                got = got.result()
+            if got < head + n:
+                raise OSError(errno.EIO, "whole-shard file at %d: %d of %d bytes" % (offset + at, max(0, got - head), n))
+            base = slot * chunk
+            copier.copy(out, at, staging.array[base + head:base + head + n], slot)
+            done += n
     finally:
-        copier.finish()  # also on an error: no copy out of staging still runs
-
-
-def _pread_loop(f, staging, view, out, offset, length, chunk, slots, copier):
-    done, k = 0, 0
-    while done < length:
-        slot = k % slots
-        copier.reuse(slot)
-        pos = offset + done
-        base = slot * chunk
-        head = pos % _ALIGN if f.direct else 0
-        n = min(chunk - head, length - done)
-        want = -(-(head + n) // _ALIGN) * _ALIGN if f.direct else n
-        got = os.preadv(f.fd, [view[base:base + want]], pos - head)
-        if got < head + n:
-            raise OSError(errno.EIO, "whole-shard file at %d: %d of %d bytes" % (pos, max(0, got - head), n))
-        copier.copy(out, done, staging.array[base + head:base + head + n], slot)
-        done += n
-        k += 1
+        # Nothing may still write into staging, nor copy out of it, once
+        # this returns: the other paths may reuse it at once.
+        for got, *_ in pending:
+            if not isinstance(got, int):
+                concurrent.futures.wait([got])
+        copier.finish()

@@ -6,6 +6,8 @@
 #   cli-persisted  the same again: every index from the cache dir
 #   mount-cold     a mount with an empty cache dir; every /.shardfs/index/KEY read
 #   mount-remount  a remount of that cache dir; every index read again
+#   cli-sidecars   shardfs index of a copy of the shards with a wds2idx sidecar
+#                  beside each, empty --cache-dir
 # Each records wall seconds, store bytes and GETs (the command's summary line,
 # or the mount's shardfs_store_* counters) and CPU seconds of the shardfs
 # process (/proc/PID/stat). MinIO on loopback.
@@ -22,6 +24,7 @@ SAMPLES=${BENCH_SAMPLES:-640}
 SAMPLE_SIZE=${BENCH_SAMPLE_SIZE:-100K}
 ROUNDS=${BENCH_ROUNDS:-3}
 SRC=s3://bench-index/train
+SIDECARS=s3://bench-index/sidecars
 BENCH=${BENCH_DIR:-$(mktemp -d "${TMPDIR:-/tmp}/shardfs-indexbench.XXXXXX")}
 mkdir -p "$BENCH"
 MNT=$BENCH/mnt
@@ -58,10 +61,15 @@ PY
 )
 eval "$(scripts/minio.sh start 2>/dev/null)"
 scripts/upload.sh "$BENCH/local" "$SRC" 2>/dev/null
+mkdir -p "$BENCH/idx"
+"$SYS_PYTHON" scripts/gen_index_shards.py --sidecars-for "$BENCH/local"
+mv "$BENCH"/local/*.idx "$BENCH/idx/"
+rclone_s3 copy ":s3:${SRC#s3://}" ":s3:${SIDECARS#s3://}" 2>/dev/null # server-side copies
+scripts/upload.sh "$BENCH/idx" "$SIDECARS" 2>/dev/null
 
-cli() { # CACHE_DIR -> "seconds store_bytes gets cpu"
+cli() { # CACHE_DIR [SOURCE] -> "seconds store_bytes gets cpu"
 	/usr/bin/time -f '%e %U %S' -o "$BENCH/cli.time" \
-		"$BIN" index "$SRC" --endpoint-url "$SHARDFS_ENDPOINT_URL" --cache-dir "$1" --out "$BENCH/index.jsonl" 2>"$BENCH/cli.err"
+		"$BIN" index "${2:-$SRC}" --endpoint-url "$SHARDFS_ENDPOINT_URL" --cache-dir "$1" --out "$BENCH/index.jsonl" 2>"$BENCH/cli.err"
 	# the summary: "indexed N shards (SIZE) in T: B bytes fetched in G GETs; ..."
 	local fetched
 	fetched=$(sed -n 's/.*: \([0-9]*\) bytes fetched in \([0-9]*\) GETs.*/\1 \2/p' "$BENCH/cli.err")
@@ -99,9 +107,10 @@ PY
 RESULTS=$BENCH/results.txt
 : >"$RESULTS"
 for round in $(seq "$ROUNDS"); do
-	rm -rf "$BENCH/cli-cache" "$BENCH/mount-cache"
-	for setting in cli-cold cli-persisted mount-cold mount-remount; do
+	rm -rf "$BENCH/cli-cache" "$BENCH/mount-cache" "$BENCH/sidecar-cache"
+	for setting in cli-cold cli-persisted mount-cold mount-remount cli-sidecars; do
 		case $setting in
+		cli-sidecars) v=$(cli "$BENCH/sidecar-cache" "$SIDECARS") ;;
 		cli-*) v=$(cli "$BENCH/cli-cache") ;;
 		mount-*) v=$(mount_read "$BENCH/mount-cache") ;;
 		esac

@@ -2,6 +2,7 @@
 """Writes tar shards that exercise a member index, and Python's own listing of each.
 
     gen_index_shards.py OUT [--samples N] [--sidecars] [--seed S]
+    gen_index_shards.py --sidecars-for DIR     # a sidecar beside every DIR/*.tar
 
 OUT/shards/ gets, in each of the three formats tarfile writes (ustar, gnu,
 pax), a WebDataset-style shard (KEY.cls, KEY.jpg, KEY.json) and a shard of
@@ -83,11 +84,20 @@ def write_sidecar(path, members):
 
 def main():
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    p.add_argument("out")
+    p.add_argument("out", nargs="?")
+    p.add_argument("--sidecars-for", metavar="DIR", help="only write a sidecar beside every DIR/*.tar")
     p.add_argument("--samples", type=int, default=40)
     p.add_argument("--sidecars", action="store_true")
     p.add_argument("--seed", type=int, default=1)
     args = p.parse_args()
+    if args.sidecars_for:
+        for name in sorted(os.listdir(args.sidecars_for)):
+            if name.endswith(".tar"):
+                path = os.path.join(args.sidecars_for, name)
+                write_sidecar(path[: -len(".tar")] + ".idx", listing(path))
+        return
+    if not args.out:
+        p.error("OUT is required")
     rng = random.Random(args.seed)
     for sub in ("shards", "expect"):
         os.makedirs(os.path.join(args.out, sub), exist_ok=True)

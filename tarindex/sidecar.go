@@ -40,6 +40,9 @@ const (
 	sidecarVersion  = "v1.2"
 	sidecarMaxReads = 16 // header gaps read to check a sidecar: past it a scan costs no more
 	block           = 512
+	// maxHeaders bounds the headers of one member: archive/tar reads PAX
+	// and GNU long-name records of at most 1 MiB.
+	maxHeaders = 1<<20 + 4*block
 )
 
 // errSidecarUnchecked is a sidecar that may well be right but would cost
@@ -144,10 +147,10 @@ func checkSidecar(ctx context.Context, f Fetcher, obj store.Object, members []Me
 // checkHeaders reads the headers between from and m's data: they must end
 // with m's and hold no other regular file.
 func checkHeaders(ctx context.Context, f Fetcher, obj store.Object, from int64, m Member) error {
-	gap := make([]byte, m.Offset-from)
-	if len(gap) > sidecarMax {
-		return fmt.Errorf("%d bytes before member %s: more than headers", len(gap), m.Name)
+	if m.Offset-from > maxHeaders {
+		return fmt.Errorf("%d bytes before member %s: more than headers", m.Offset-from, m.Name)
 	}
+	gap := make([]byte, m.Offset-from)
 	if _, err := f.ReadRange(ctx, obj, from, gap); err != nil && !errors.Is(err, io.EOF) {
 		return fmt.Errorf("%w: reading headers at %d: %w", errSidecarUnchecked, from, err)
 	}

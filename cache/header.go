@@ -7,9 +7,15 @@ import (
 )
 
 // A slot header is one aligned sector written after the slot's data. Its own
-// CRC covers every field, and the data CRC it carries covers the data, so a
-// crash between the two writes leaves a header whose data CRC does not match:
-// a torn slot never looks valid.
+// CRC covers every field, and the chunk CRCs it carries cover the data, so a
+// crash between the two writes leaves a header whose chunk CRCs do not
+// match: a torn slot never looks valid.
+//
+// The data is checked in chunks (at most maxChunks of them, chunkSizeFor
+// the block size: 64 KiB of a 1 MiB block) rather than as one block, so
+// that a small read of a ring block reads and checks the chunks it needs,
+// not the whole block; a whole-block read checks every chunk, which costs
+// the same as one CRC over the block.
 //
 // Layout (little endian):
 //
@@ -19,17 +25,54 @@ import (
 //	12  length       uint32  bytes of data in the slot
 //	16  generation   uint64  ring-wide write counter
 //	24  block index  uint64
-//	32  data CRC32C  uint32
+//	32  chunk size   uint32
 //	36  object id    [16]byte hash of namespace and key
-//	52  namespace, key, etag bytes
+//	52  chunk CRC32Cs uint32 x maxChunks (unused ones zero)
+//	116 namespace, key, etag bytes
 //	headerSize-4     header CRC32C over bytes [0, headerSize-4)
 const (
 	headerSize    = int(alignment)
 	headerMagic   = 0x53464248 // "HBFS"
-	headerVersion = 1
-	headerFixed   = 52
+	headerVersion = 2
+	headerFixed   = 52 + 4*maxChunks
 	maxNamesBytes = headerSize - headerFixed - 4
 )
+
+// maxChunks is how many CRCs a slot's data is checked by.
+const maxChunks = 16
+
+// chunkSums are the CRC32Cs of a slot's data chunks.
+type chunkSums [maxChunks]uint32
+
+// chunkSizeFor is the chunk of blocks of blockSize bytes: a sixteenth of a
+// block, rounded up to the alignment, so that a chunk is read with
+// O_DIRECT on its own.
+func chunkSizeFor(blockSize int64) int64 {
+	return alignUp((blockSize + maxChunks - 1) / maxChunks)
+}
+
+// sumChunks computes the chunk CRCs of data (at most a block).
+func sumChunks(data []byte, chunk int64) (s chunkSums) {
+	for i := 0; int64(i)*chunk < int64(len(data)); i++ {
+		lo := int64(i) * chunk
+		s[i] = checksum(data[lo:min(lo+chunk, int64(len(data)))])
+	}
+	return s
+}
+
+// verifyChunks checks data, which starts at chunk first of a slot holding
+// length bytes, against sums: every chunk that data reaches into, each of
+// which data must hold to its end (or to length).
+func verifyChunks(data []byte, first int, length, chunk int64, sums *chunkSums) bool {
+	end := min(int64(len(data)), length-int64(first)*chunk)
+	for i, lo := first, int64(0); lo < end; i, lo = i+1, lo+chunk {
+		hi := min(lo+chunk, length-int64(first)*chunk)
+		if i >= maxChunks || hi > int64(len(data)) || checksum(data[lo:hi]) != sums[i] {
+			return false
+		}
+	}
+	return true
+}
 
 var castagnoli = crc32.MakeTable(crc32.Castagnoli)
 
@@ -42,7 +85,8 @@ type slotHeader struct {
 	Generation uint64
 	Index      int64
 	Length     int64
-	DataCRC    uint32
+	ChunkSize  int64
+	Chunks     chunkSums
 	Object     objectID
 	Namespace  string
 	Key        string
@@ -68,8 +112,11 @@ func (h slotHeader) encode(dst []byte) error {
 	le.PutUint32(dst[12:], uint32(h.Length))
 	le.PutUint64(dst[16:], h.Generation)
 	le.PutUint64(dst[24:], uint64(h.Index))
-	le.PutUint32(dst[32:], h.DataCRC)
+	le.PutUint32(dst[32:], uint32(h.ChunkSize))
 	copy(dst[36:52], h.Object[:])
+	for i, sum := range h.Chunks {
+		le.PutUint32(dst[52+4*i:], sum)
+	}
 	n := headerFixed
 	n += copy(dst[n:], h.Namespace)
 	n += copy(dst[n:], h.Key)
@@ -106,10 +153,14 @@ func decodeHeader(src []byte, blockSize int64) (slotHeader, headerState) {
 		Length:     int64(le.Uint32(src[12:])),
 		Generation: le.Uint64(src[16:]),
 		Index:      int64(le.Uint64(src[24:])),
-		DataCRC:    le.Uint32(src[32:]),
+		ChunkSize:  int64(le.Uint32(src[32:])),
 	}
 	copy(h.Object[:], src[36:52])
-	if nsLen+keyLen+etagLen > maxNamesBytes || h.Length <= 0 || h.Length > blockSize || h.Index < 0 {
+	for i := range h.Chunks {
+		h.Chunks[i] = le.Uint32(src[52+4*i:])
+	}
+	if nsLen+keyLen+etagLen > maxNamesBytes || h.Length <= 0 || h.Length > blockSize || h.Index < 0 ||
+		h.ChunkSize != chunkSizeFor(blockSize) {
 		return slotHeader{}, headerDamaged
 	}
 	n := headerFixed

@@ -6,7 +6,7 @@ import (
 )
 
 func TestHeaderRoundTrip(t *testing.T) {
-	h := slotHeader{Generation: 7, Index: 3, Length: 1234, DataCRC: 0xdeadbeef,
+	h := slotHeader{Generation: 7, Index: 3, Length: 1234, ChunkSize: chunkSizeFor(4096), Chunks: chunkSums{0xdeadbeef},
 		Object: objectIDOf("s3://b/p", "k.tar"), Namespace: "s3://b/p", Key: "k.tar", ETag: `"e"`}
 	buf := alignedBuffer(headerSize)
 	if err := h.encode(buf); err != nil {
@@ -23,6 +23,10 @@ func TestHeaderRoundTrip(t *testing.T) {
 	if _, st := decodeHeader(buf, 4096); st != headerDamaged {
 		t.Fatal("a flipped bit decoded as valid")
 	}
+	buf[100] ^= 1
+	if _, st := decodeHeader(buf, 8<<20); st != headerDamaged {
+		t.Fatal("a header of another chunk size decoded as valid")
+	}
 	long := h
 	long.Key = strings.Repeat("k", headerSize)
 	if err := long.encode(buf); err == nil {
@@ -32,7 +36,7 @@ func TestHeaderRoundTrip(t *testing.T) {
 
 func FuzzDecodeHeader(f *testing.F) {
 	buf := make([]byte, headerSize)
-	slotHeader{Length: 10, Key: "a", ETag: "b"}.encode(buf)
+	slotHeader{Length: 10, ChunkSize: chunkSizeFor(1 << 20), Key: "a", ETag: "b"}.encode(buf)
 	f.Add(buf)
 	f.Add(make([]byte, headerSize))
 	f.Fuzz(func(t *testing.T, src []byte) {

@@ -16,9 +16,10 @@ const (
 	ringFileName = "ring.dat"
 	lockFileName = "lock"
 
-	superSize    = int(alignment)
-	superMagic   = "SHARDFS-RING\x00\x00\x00\x00"
-	superVersion = 1
+	superSize  = int(alignment)
+	superMagic = "SHARDFS-RING\x00\x00\x00\x00"
+	// superVersion 2: slot headers carry chunk CRCs (header.go).
+	superVersion = 2
 	minSlots     = 2
 )
 
@@ -58,6 +59,15 @@ func (g geometry) encodeSuper(dst []byte) {
 	le.PutUint64(dst[24:], uint64(g.blockSize))
 	le.PutUint64(dst[32:], uint64(g.slots))
 	le.PutUint32(dst[40:], checksum(dst[:40]))
+}
+
+// superFormat returns the format version of a ring superblock, 0 when src
+// is not one.
+func superFormat(src []byte) uint32 {
+	if len(src) < superSize || string(src[:16]) != superMagic {
+		return 0
+	}
+	return binary.LittleEndian.Uint32(src[16:])
 }
 
 // decodeSuper reads a superblock; ok is false for anything but a complete,

@@ -123,7 +123,7 @@ func VerifyDir(dir string) (VerifyReport, error) {
 			bad.Reason = "data lies past the end of the ring file"
 		default:
 			rep.Checked++
-			err := r.readVerified(slotRef{n: n, length: h.Length, crc: h.DataCRC}, buf)
+			err := r.readVerified(slotRef{n: n, length: h.Length, sums: h.Chunks}, buf)
 			if err == nil {
 				rep.Good++
 				return

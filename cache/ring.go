@@ -34,7 +34,7 @@ const (
 type slot struct {
 	key      blockKey
 	length   int64
-	crc      uint32
+	sums     chunkSums
 	gen      uint64
 	state    slotState
 	verified bool // read back and CRC-checked since it was written or the ring opened
@@ -46,7 +46,7 @@ type slotRef struct {
 	n        int64
 	key      blockKey
 	length   int64
-	crc      uint32
+	sums     chunkSums
 	gen      uint64
 	verified bool
 }
@@ -101,25 +101,46 @@ func (r *ring) pin(k blockKey) (slotRef, bool) {
 func (r *ring) pinLocked(n int64) slotRef {
 	s := &r.slots[n]
 	s.pins.Add(1)
-	return slotRef{n: n, key: s.key, length: s.length, crc: s.crc, gen: s.gen, verified: s.verified}
+	return slotRef{n: n, key: s.key, length: s.length, sums: s.sums, gen: s.gen, verified: s.verified}
 }
 
 func (r *ring) unpin(n int64) { r.slots[n].pins.Add(-1) }
 
 // readVerified reads the slot's data into buf (at least BlockSize, aligned)
-// and checks its CRC. The slot must be pinned. Every byte read from the
-// disk is counted: a small read of a block costs the whole block here.
+// and checks every chunk's CRC. The slot must be pinned. Every byte read
+// from the disk is counted.
 func (r *ring) readVerified(ref slotRef, buf []byte) error {
 	n := alignUp(ref.length)
 	if err := r.file.readFull(buf[:n], r.geo.dataOffset(ref.n)); err != nil {
 		return err
 	}
 	r.stats.ringBytesRead.Add(uint64(n))
-	if checksum(buf[:ref.length]) != ref.crc {
+	if !verifyChunks(buf[:ref.length], 0, ref.length, r.chunk(), &ref.sums) {
 		return errChecksum
 	}
 	return nil
 }
+
+// readRange reads and checks the chunks of the slot that bytes [lo, hi) of
+// its data lie in, into buf (aligned, at least the chunks' size), and
+// returns those bytes: a small read of a block costs its chunks, not the
+// block. The slot must be pinned.
+func (r *ring) readRange(ref slotRef, lo, hi int64, buf []byte) ([]byte, error) {
+	chunk := r.chunk()
+	first, last := lo/chunk, (hi-1)/chunk
+	n := alignUp(min((last+1)*chunk, ref.length) - first*chunk)
+	if err := r.file.readFull(buf[:n], r.geo.dataOffset(ref.n)+first*chunk); err != nil {
+		return nil, err
+	}
+	r.stats.ringBytesRead.Add(uint64(n))
+	data := buf[:min(n, ref.length-first*chunk)]
+	if !verifyChunks(data, int(first), ref.length, chunk, &ref.sums) {
+		return nil, errChecksum
+	}
+	return data[lo-first*chunk : hi-first*chunk], nil
+}
+
+func (r *ring) chunk() int64 { return chunkSizeFor(r.geo.blockSize) }
 
 // markVerified records that ref's data passed its CRC check.
 func (r *ring) markVerified(ref slotRef) {
@@ -207,15 +228,15 @@ func (r *ring) generation(n int64) uint64 {
 }
 
 // commit indexes a written slot and drops the writer's pin.
-func (r *ring) commit(n, length int64, crc uint32) {
+func (r *ring) commit(n, length int64, sums chunkSums) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	s := &r.slots[n]
 	delete(r.writing, s.key)
 	s.state = slotValid
 	s.length = length
-	s.crc = crc
-	// Not verified: the CRC was computed on the bytes handed to the
+	s.sums = sums
+	// Not verified: the CRCs were computed on the bytes handed to the
 	// device, not on what it holds. A lease, whose bytes a client reads
 	// with no check of its own, reads the slot back once first.
 	s.verified = false

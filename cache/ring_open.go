@@ -148,7 +148,12 @@ func keptBytes(file *ringFile, geo geometry, log *slog.Logger) (int64, error) {
 		if old, ok := decodeSuper(super); ok && old == geo {
 			return min(fi.Size(), geo.fileSize()), nil
 		}
-		log.Info("cache ring has another block or cache size; starting it empty", "file", file.path)
+		if v := superFormat(super); v != 0 && v != superVersion {
+			log.Warn("cache ring was written in another format; starting it empty (warm again to refill it)",
+				"file", file.path, "format", v, "this_format", superVersion)
+		} else {
+			log.Info("cache ring has another block or cache size; starting it empty", "file", file.path)
+		}
 	}
 	if fi.Size() > 0 {
 		if err := file.f.Truncate(0); err != nil {
@@ -227,7 +232,7 @@ func (r *ring) rebuild(ctx context.Context, validBytes int64) (rebuildReport, er
 			r.forgetLocked(old)
 		}
 		s := &r.slots[n]
-		*s = slot{key: k, length: h.Length, crc: h.DataCRC, gen: h.Generation, state: slotValid}
+		*s = slot{key: k, length: h.Length, sums: h.Chunks, gen: h.Generation, state: slotValid}
 		r.index[k] = n
 		r.usedBytes += h.Length
 		r.usedSlots++

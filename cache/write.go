@@ -129,12 +129,14 @@ func (c *Cache) writeRing(r *ring, obj store.Object, blocks []pendingBlock) {
 			r.abort(n)
 			continue
 		}
-		crc := checksum(b.data[:b.size])
+		chunk := r.chunk()
+		sums := sumChunks(b.data[:b.size], chunk)
 		h := slotHeader{
 			Generation: r.generation(n),
 			Index:      b.index,
 			Length:     b.size,
-			DataCRC:    crc,
+			ChunkSize:  chunk,
+			Chunks:     sums,
 			Object:     objectIDOf(c.cfg.Namespace, obj.Key),
 			Namespace:  c.cfg.Namespace,
 			Key:        obj.Key,
@@ -151,7 +153,7 @@ func (c *Cache) writeRing(r *ring, obj store.Object, blocks []pendingBlock) {
 			failed = true
 			continue
 		}
-		r.commit(n, b.size, crc)
+		r.commit(n, b.size, sums)
 		c.stats.ringWrites.Add(1)
 	}
 }

@@ -177,6 +177,14 @@ func (s *Scheduler) pumpDenseLocked() {
 				d.next = gap.End + s.cfg.BlockSize
 				continue
 			}
+			if cached && s.cache.RAMFree() < gap.Len() {
+				// The ring holds these blocks and the RAM tier has no
+				// room for them: copied there, they would push out
+				// blocks read before them. Reads find them in the
+				// ring, a chunk at a time.
+				d.next = gap.End
+				continue
+			}
 			if !afford(s.chargeOf(gap)) {
 				s.tidyLocked(o)
 				return

@@ -437,3 +437,10 @@ func TestSequentialReadersPutForReadAheadRandomReadersForRandomRead(t *testing.T
 }
 
 func (c warmCache) Room() int64 { return 1 << 40 }
+
+func (c warmCache) ReadChunks(obj store.Object, p []byte, off int64) (cache.Tier, bool) {
+	n, ok := c.ReadAt(obj, p, off, cache.ForRandomRead)
+	return cache.InRAM, ok && n == len(p)
+}
+
+func (c warmCache) RAMFree() int64 { return 1 << 40 }

@@ -184,3 +184,10 @@ func TestReadAtCopiesLentBytesIntoTheCallersBufferAndReleasesThem(t *testing.T) 
 }
 
 func (c *blockCache) Room() int64 { return 1 << 40 }
+
+func (c *blockCache) ReadChunks(obj store.Object, p []byte, off int64) (cache.Tier, bool) {
+	n, ok := c.ReadAt(obj, p, off, cache.ForRandomRead)
+	return cache.InRAM, ok && n == len(p)
+}
+
+func (c *blockCache) RAMFree() int64 { return 1 << 40 }

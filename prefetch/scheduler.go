@@ -58,6 +58,12 @@ type Cache interface {
 	ReadAt(obj store.Object, p []byte, off int64, place cache.Placement) (n int, ok bool)
 	// Room is how many bytes of blocks it can keep at once.
 	Room() int64
+	// ReadChunks copies a read inside one block from RAM, or from the
+	// ring reading and checking only the chunks the read lies in, with no
+	// copy into RAM.
+	ReadChunks(obj store.Object, p []byte, off int64) (cache.Tier, bool)
+	// RAMFree is how many bytes the RAM tier takes before it evicts.
+	RAMFree() int64
 }
 
 // ErrClosed is returned by reads on a closed Stream or Scheduler.

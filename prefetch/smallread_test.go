@@ -72,3 +72,38 @@ func TestSmallRandomReadsOfARingBlockReadItOnce(t *testing.T) {
 		}
 	}
 }
+
+// With the RAM tier full, a random reader's small read of a ring block
+// reads and checks only the chunks it lies in (a sixteenth of a block):
+// promoting the block would push out another that a later read comes back
+// for.
+func TestSmallRandomReadsWithTheRAMTierFullReadTheirChunks(t *testing.T) {
+	const bs = 1 << 20
+	c := newRingCache(t, bs, 2*bs)
+	obj := fakeObject("shard-larger-than-ram.tar", 16*bs)
+	warmRing(t, c, obj)
+	filler := fakeObject("filler.tar", 2*bs)
+	c.Put(filler, 0, wantBytes(filler, 0, int(filler.Size)), cache.ForRandomRead)
+	if free := c.RAMFree(); free >= bs {
+		t.Fatalf("the RAM tier has %d bytes free after it was filled", free)
+	}
+	s := newTestScheduler(t, readerConfig(bs), &fakeFetcher{}, c)
+	rng := rand.New(rand.NewPCG(2, 4096))
+	const reads, sample = 200, 4 << 10
+	before := c.Stats().RingBytesRead
+	for range reads {
+		off := bs + rng.Int64N(obj.Size-bs-sample)
+		r := s.OpenReader(obj, false)
+		buf := make([]byte, sample)
+		n, _, err := r.ReadAt(testContext(t), buf, off)
+		r.Close()
+		if err != nil || n != sample || !bytes.Equal(buf, wantBytes(obj, off, sample)) {
+			t.Fatalf("read %d at %d: n=%d err=%v, or wrong bytes", sample, off, n, err)
+		}
+	}
+	chunk := int64(bs / 16)
+	if read := int64(c.Stats().RingBytesRead - before); read > reads*2*chunk {
+		t.Errorf("%d random 4 KiB reads of ring blocks with the RAM tier full read %d bytes from the ring (%d per read); want at most 2 chunks (%d) per read",
+			reads, read, read/reads, 2*chunk)
+	}
+}

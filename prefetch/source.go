@@ -27,6 +27,9 @@ import (
 //     sample): a ring block it touches is read and checked once, whole,
 //     and promoted into RAM, where its other samples are found; through a
 //     part, every sample of the block would read and check it again.
+//     Once the RAM tier is full, a random read inside one ring block
+//     reads and checks only the chunks of it that the read lies in
+//     (Cache.ReadChunks), and promotes nothing.
 //  2. The handle's stream: the part that covers the read, in flight or
 //     fetched ahead, or one made now. A part covers a run of blocks that
 //     the ring holds, read from the ring, or that it does not, fetched
@@ -115,7 +118,20 @@ func (r *Reader) fromCache(q []byte, off int64) ([]byte, bool) {
 	if c == nil {
 		return nil, false
 	}
-	tiers := readTiers(r.oneShot, r.readsRandomly(off))
+	random := r.readsRandomly(off)
+	tiers := readTiers(r.oneShot, random)
+	if random && !r.oneShot && c.RAMFree() < r.s.cfg.BlockSize {
+		// The RAM tier is full: a ring block promoted for this read
+		// would push out another that a later read comes back for (an
+		// object larger than the tier, read at random). A read inside
+		// one block then reads and checks only the chunks it lies in.
+		if data, ok := r.readBlockwise(off, int64(len(q)), cache.InRAM); ok {
+			return data, true
+		}
+		if _, ok := c.ReadChunks(r.obj, q, off); ok {
+			return q, true
+		}
+	}
 	if data, ok := r.readBlockwise(off, int64(len(q)), tiers); ok {
 		return data, true
 	}

@@ -1,0 +1,66 @@
+package cache
+
+import "github.com/shardfs/shardfs/store"
+
+// ReadChunks copies obj's bytes [off, off+len(p)) into p when they lie in
+// one block that the RAM tier or the ring holds for obj's version: from
+// RAM as Get would, or from the ring by reading and checking only the
+// chunks of the block they lie in (chunkSizeFor: a sixteenth of it), with
+// no copy into RAM. It is for a random reader's small read of a block that
+// the RAM tier has no room to keep: through Get, each such read would read
+// and check the whole block again. A chunk that fails its check drops the
+// block, as a whole-block read does.
+func (c *Cache) ReadChunks(obj store.Object, p []byte, off int64) (Tier, bool) {
+	bs := c.cfg.BlockSize
+	end := off + int64(len(p))
+	if len(p) == 0 || off < 0 || end > obj.Size || off/bs != (end-1)/bs || !c.enter() {
+		return NotCached, false
+	}
+	defer c.leave()
+	index := off / bs
+	k := blockKey{version: versionOfObject(c.cfg.Namespace, obj), index: index}
+	want := blockLength(obj, bs, index)
+	lo, hi := off-index*bs, end-index*bs
+	if b, ok := c.ramBlock(k, want); ok {
+		copy(p, b[lo:hi])
+		c.stats.ramBytesServed.Add(uint64(len(p)))
+		return InRAM, true
+	}
+	r := c.liveRing()
+	if r == nil {
+		return NotCached, false
+	}
+	ref, ok := r.pin(k)
+	if ok && ref.length != want {
+		r.unpin(ref.n)
+		ok = false
+	}
+	if !ok {
+		c.stats.ringMisses.Add(1)
+		return NotCached, false
+	}
+	bufp := c.blockBuffer()
+	defer c.bufs.Put(bufp)
+	data, err := func() ([]byte, error) {
+		defer r.unpin(ref.n)
+		return r.readRange(ref, lo, hi, *bufp)
+	}()
+	if err != nil {
+		c.ringReadFailed(r, ref, err)
+		return NotCached, false
+	}
+	copy(p, data)
+	c.stats.ringHits.Add(1)
+	c.stats.ringBytesServed.Add(uint64(len(p)))
+	return InRing, true
+}
+
+// RAMFree is how many bytes the RAM tier can take before it evicts; 0
+// without a RAM tier.
+func (c *Cache) RAMFree() int64 {
+	if c.ram == nil || !c.enter() {
+		return 0
+	}
+	defer c.leave()
+	return c.ram.free()
+}

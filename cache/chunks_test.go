@@ -1,0 +1,106 @@
+package cache
+
+import (
+	"bytes"
+	"context"
+	"encoding/binary"
+	"strings"
+	"testing"
+)
+
+// readChunks reads [off, off+n) of o with ReadChunks and returns how many
+// bytes the ring's disk gave for it; it fails unless the bytes are o's.
+func readChunks(t *testing.T, c *Cache, o testObject, off, n int64) uint64 {
+	t.Helper()
+	before := c.Stats().RingBytesRead
+	p := make([]byte, n)
+	if tier, ok := c.ReadChunks(o.obj, p, off); !ok || tier != InRing {
+		t.Fatalf("ReadChunks(%s, %d, +%d) = %v, %v; want a ring hit", o.obj.Key, off, n, tier, ok)
+	}
+	if !bytes.Equal(p, o.data[off:off+n]) {
+		t.Fatalf("ReadChunks(%s, %d, +%d): wrong bytes", o.obj.Key, off, n)
+	}
+	return c.Stats().RingBytesRead - before
+}
+
+// A small read of a ring block reads and checks the chunks it lies in, not
+// the block (16 KiB test blocks: four chunks of 4 KiB).
+func TestSmallReadsOfARingBlockCostTheirChunks(t *testing.T) {
+	dir := t.TempDir()
+	c := openCache(t, ringConfig(dir, 16))
+	chunk := chunkSizeFor(testBlock)
+	o := newTestObject("chunks.tar", 3*testBlock+5000) // a short last block
+	o.putAll(c, 4)
+	for _, tc := range []struct {
+		name   string
+		off, n int64
+		want   uint64
+	}{
+		{"100 bytes inside one chunk", testBlock + chunk + 7, 100, uint64(chunk)},
+		{"a read across two chunks", testBlock + 2*chunk - 50, 100, uint64(2 * chunk)},
+		{"a whole chunk", 2 * testBlock, chunk, uint64(chunk)},
+		{"the short last block's tail", 3*testBlock + 4900, 100, uint64(alignUp(5000 - chunk))},
+	} {
+		if got := readChunks(t, c, o, tc.off, tc.n); got != tc.want {
+			t.Errorf("%s: the ring's disk gave %d bytes, want %d", tc.name, got, tc.want)
+		}
+	}
+	if _, ok := c.ReadChunks(o.obj, make([]byte, 200), 2*testBlock-100); ok {
+		t.Error("a read across two blocks was served by ReadChunks")
+	}
+
+	// A flipped byte in chunk 3 of block 1: a read of chunk 0 never reads
+	// it; a read of chunk 3 finds it, and the block is dropped.
+	slot := slotOf(t, c, o, 1)
+	patchFile(t, ringPath(dir), c.ring.geo.dataOffset(slot)+3*chunk+10, []byte{o.data[testBlock+3*chunk+10] ^ 0x5a})
+	readChunks(t, c, o, testBlock, 100)
+	if _, ok := c.ReadChunks(o.obj, make([]byte, 100), testBlock+3*chunk); ok {
+		t.Fatal("a read of the corrupt chunk was served")
+	}
+	if st := c.Stats(); st.ChecksumFailures != 1 {
+		t.Fatalf("checksum failures = %d, want 1", st.ChecksumFailures)
+	}
+	if _, ok := c.ReadChunks(o.obj, make([]byte, 100), testBlock); ok {
+		t.Fatal("the block that failed its check is still served")
+	}
+	mustMiss(t, c, o, testBlock, 100)
+}
+
+// A whole-block read checks every chunk: a flipped byte in the last one is
+// never served.
+func TestWholeBlockReadChecksEveryChunk(t *testing.T) {
+	dir := t.TempDir()
+	c := openCache(t, ringConfig(dir, 16))
+	o := newTestObject("whole.tar", 2*testBlock)
+	o.putAll(c, 4)
+	slot := slotOf(t, c, o, 0)
+	patchFile(t, ringPath(dir), c.ring.geo.dataOffset(slot)+testBlock-1, []byte{o.data[testBlock-1] ^ 1})
+	mustMiss(t, c, o, 0, 10)
+	mustRead(t, c, o, testBlock, testBlock)
+}
+
+// A ring written in format 1 (one CRC per block) is started empty, with a
+// warning that names the format.
+func TestRingOfAnOlderFormatStartsEmptyWithAWarning(t *testing.T) {
+	dir := t.TempDir()
+	cfg := ringConfig(dir, 8)
+	o := newTestObject("old.tar", 2*testBlock)
+	storedSlot(t, cfg, o, 0)
+	version := make([]byte, 4)
+	binary.LittleEndian.PutUint32(version, 1)
+	patchFile(t, ringPath(dir), 16, version)
+	var logs logRecorder
+	c, err := Open(context.Background(), cfg, logs.logger())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	if st := c.Stats(); st.RingUsedSlots != 0 {
+		t.Fatalf("a format 1 ring was opened with %d slots in use", st.RingUsedSlots)
+	}
+	if out := logs.String(); logs.count("WARN") != 1 || !strings.Contains(out, "another format") || !strings.Contains(out, "format=1") {
+		t.Fatalf("want one warning naming format 1, got:\n%s", out)
+	}
+	o.putAll(c, 4)
+	mustRead(t, c, o, 0, o.obj.Size)
+}

@@ -37,7 +37,7 @@ func s3Flags() []cli.Flag {
 
 func cacheFlags() []cli.Flag {
 	return []cli.Flag{
-		&cli.StringFlag{Name: "cache-dir", Usage: "directory of the persistent NVMe ring cache (default: none, RAM tier only)", EnvVars: env("cache-dir"), Category: "Cache"},
+		&cli.StringFlag{Name: "cache-dir", Usage: "directory of the persistent NVMe ring cache, the persisted listing and member indexes (default: none, RAM tier only, indexes in memory)", EnvVars: env("cache-dir"), Category: "Cache"},
 		&cli.StringFlag{Name: "cache-size", Value: formatSize(cache.DefaultSize), Usage: "bytes the ring cache may use on disk; never exceeded. Left out, a ring already in --cache-dir keeps its size and a new one takes at most 90% of the free space", EnvVars: env("cache-size"), Category: "Cache"},
 		&cli.StringFlag{Name: "memory-cache-size", Value: formatSize(cache.DefaultMemorySize), Usage: "bytes of the RAM tier (0 disables it): blocks that random readers (map-style Datasets) come back to; on top of --prefetch-memory", EnvVars: env("memory-cache-size"), Category: "Cache"},
 		&cli.IntFlag{Name: "whole-shard-percent", Value: cache.DefaultWholeShardPercent, Usage: "percent of --cache-size kept for complete shards as whole files, which the kernel reads itself (FUSE passthrough); the ring gets the rest (0: no whole files)", EnvVars: env("whole-shard-percent"), Category: "Cache"},

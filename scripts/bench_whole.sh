@@ -5,11 +5,12 @@
 # (SUBMIT/WAIT, the daemon reads the ring), interleaved rounds in one run,
 # with MB/s and CPU-seconds per GB of the client and of the daemon.
 #
-#   flock /tmp/shardfs-bench.lock bash scripts/bench_whole.sh [--size 512MiB] [--rounds 5] [--out DIR]
+#   flock /tmp/shardfs-bench.lock bash scripts/bench_whole.sh [--size 512MiB] [--rounds 5] [--readers 4,1] [--out DIR]
 #
 # A local source (no MinIO): one file of random bytes, warmed into a cache
 # dir (ring and whole-shard file), then mounted with no RAM tier so that
-# every path reads the disk. Needs root (mounts). SHARDFS_BIN picks the
+# every path reads the disk; --readers gives the whole-file rows (preads in
+# flight each). Needs root (mounts). SHARDFS_BIN picks the
 # binary; OUT (default .work/bench-whole) holds results.txt and is removed
 # but for it.
 set -euo pipefail
@@ -17,13 +18,14 @@ set -euo pipefail
 source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
 cd "$SHARDFS_ROOT"
 
-SIZE=512MiB ROUNDS=5 OUT=
+SIZE=512MiB ROUNDS=5 READERS=4,1 OUT=
 while [ $# -gt 0 ]; do
 	case $1 in
 	--size) SIZE=$2; shift ;;
 	--rounds) ROUNDS=$2; shift ;;
+	--readers) READERS=$2; shift ;;
 	--out) OUT=$2; shift ;;
-	-h | --help) sed -n '2,14p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+	-h | --help) sed -n '2,15p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
 	*) die "unknown argument $1 (see --help)" ;;
 	esac
 	shift
@@ -65,7 +67,7 @@ for _ in $(seq 100); do [ -e "$MNT/.shardfs/ctl" ] && break; sleep 0.1; done
 {
 	printf 'tree %s, %s, load average %s\n' "$(git rev-parse --short HEAD)" "$(nproc) cores" "$(cut -d' ' -f1-3 /proc/loadavg)"
 	"$SYS_PYTHON" gds/python/whole_bench.py --mount "$MNT" --file shard.tar --source "$SRC/shard.tar" \
-		--daemon-pid "$DAEMON_PID" --rounds "$ROUNDS"
+		--daemon-pid "$DAEMON_PID" --rounds "$ROUNDS" --readers "$READERS"
 	printf 'load average after: %s\n' "$(cut -d' ' -f1-3 /proc/loadavg)"
 } | tee "$OUT/results.txt"
 stop_daemon "$MNT"

@@ -24,9 +24,6 @@ import numpy as np
 
 import shardfs.gpu as gds
 
-# label -> the path read_into must report
-PATHS = {"whole-file pread, 4 readers": "whole-file pread", "whole-file pread, 1 reader": "whole-file pread",
-         "lease": "lease", "batch": "batch"}
 
 
 def size_arg(s):
@@ -45,16 +42,19 @@ def own_cpu():
     return r.ru_utime + r.ru_stime
 
 
-def clients(mount, staging, chunk):
-    """A client per path, each made to take only that path."""
-    whole = gds.Client(mount, buffer_size=staging, chunk_size=chunk)
-    whole._whole.readers = 4
-    one = gds.Client(mount, buffer_size=staging, chunk_size=chunk)
-    one._whole.readers = 1
-    lease = gds.Client(mount, buffer_size=staging, chunk_size=chunk, whole_files=False)
+def clients(mount, staging, chunk, readers):
+    """A client per row, each made to take only its path: {label: (client,
+    the path read_into must report)}."""
+    out = {}
+    for r in readers:
+        c = gds.Client(mount, buffer_size=staging, chunk_size=chunk)
+        c._whole.readers = r
+        out["whole-file pread, %d reader%s" % (r, "s" if r > 1 else "")] = (c, "whole-file pread")
+    out["lease"] = (gds.Client(mount, buffer_size=staging, chunk_size=chunk, whole_files=False), "lease")
     batch = gds.Client(mount, buffer_size=staging, chunk_size=chunk, whole_files=False)
     batch._ring_direct = False  # as when the ring file cannot be opened: READs in a batch
-    return dict(zip(PATHS, (whole, one, lease, batch)))
+    out["batch"] = (batch, "batch")
+    return out
 
 
 def main():
@@ -66,38 +66,39 @@ def main():
     ap.add_argument("--rounds", type=int, default=5)
     ap.add_argument("--staging", type=size_arg, default=64 << 20)
     ap.add_argument("--chunk", type=size_arg, default=4 << 20)
+    ap.add_argument("--readers", default="4,1", help="whole-file rows: preads in flight, one row each")
     a = ap.parse_args()
 
     size = os.path.getsize(a.source)
     want = np.fromfile(a.source, np.uint8)
     out = np.empty(size, np.uint8)
-    cs = clients(a.mount, a.staging, a.chunk)
-    for name, c in cs.items():
+    cs = clients(a.mount, a.staging, a.chunk, [int(r) for r in a.readers.split(",")])
+    for name, (c, path) in cs.items():
         out.fill(0)
         n = c.read_into(out, a.file, 0, size)
-        if n != size or c.last_path != PATHS[name] or not np.array_equal(out, want):
+        if n != size or c.last_path != path or not np.array_equal(out, want):
             sys.exit("%s: %d of %d bytes, path %s, bytes equal: %s" % (name, n, size, c.last_path,
                                                                        np.array_equal(out[:n], want[:n])))
     del want
     print("file %s, %d bytes; staging %d, chunk %d; every path's bytes equal the source" % (a.file, size, a.staging,
                                                                                             a.chunk))
-    labels = list(PATHS)
+    labels = list(cs)
     rows = {p: [] for p in labels}
     for r in range(a.rounds):
         order = labels[r % len(labels):] + labels[:r % len(labels)]
         for name in order:
-            c = cs[name]
+            c, path = cs[name]
             d0, c0, t0 = daemon_cpu(a.daemon_pid), own_cpu(), time.perf_counter()
             n = c.read_into(out, a.file, 0, size)
             t = time.perf_counter() - t0
             dc, cc = daemon_cpu(a.daemon_pid) - d0, own_cpu() - c0
-            if n != size or c.last_path != PATHS[name]:
+            if n != size or c.last_path != path:
                 sys.exit("round %d %s: %d bytes, path %s" % (r, name, n, c.last_path))
             gb = n / 1e9
             rows[name].append((n / 1e6 / t, cc / gb, dc / gb))
             print("ROW round=%d path=%r MB/s=%.0f client_cpu_s_per_GB=%.3f daemon_cpu_s_per_GB=%.3f"
                   % (r, name, n / 1e6 / t, cc / gb, dc / gb), flush=True)
-    for c in cs.values():
+    for c, _ in cs.values():
         c.close()
 
     def spread(xs, fmt):

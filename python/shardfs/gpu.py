@@ -417,7 +417,7 @@ class Client:
                 self._pin_staging()
                 engine = pipeline.CudaCopyEngine(max(1, self.staging.size // min(self.chunk_size, self.staging.size)))
             else:
-                engine = pipeline.HostCopyEngine()
+                engine = pipeline.HostCopyEngine(record=False)
             self._engines[kind] = engine
         return engine
 

@@ -136,11 +136,14 @@ class HostCopyEngine:
     """Copies chunks with numpy (dst in host memory); also the fake engine
     the pipeline's tests drive."""
 
-    def __init__(self):
-        self.copies = []  # (dst_offset, nbytes, slot), in the order started
+    def __init__(self, record=True):
+        # (dst_offset, nbytes, slot), in the order started; not kept by a
+        # client's own engine, which lives as long as the client.
+        self.copies = [] if record else None
 
     def copy(self, out, at, src, slot):
-        self.copies.append((at, src.shape[0], slot))
+        if self.copies is not None:
+            self.copies.append((at, src.shape[0], slot))
         out[at:at + src.shape[0]] = src
 
     def reuse(self, slot):

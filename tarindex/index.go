@@ -41,8 +41,9 @@ type Index struct {
 	log    *slog.Logger
 	builds singleflight.Group
 
-	mu   sync.Mutex
-	kept *memory // by key and ETag
+	mu       sync.Mutex
+	kept     *memory             // by key and ETag
+	rejected map[string]struct{} // sidecar versions that failed their check: read and warned of once
 
 	memoryHits, persisted, sidecars, scans         atomic.Int64
 	sidecarsRejected, persistedCorrupt, persistErr atomic.Int64
@@ -57,7 +58,7 @@ func New(f Fetcher, cfg Config) (*Index, error) {
 	if log == nil {
 		log = slog.Default()
 	}
-	return &Index{f: f, cfg: cfg, log: log, kept: newMemory(cfg.Memory)}, nil
+	return &Index{f: f, cfg: cfg, log: log, kept: newMemory(cfg.Memory), rejected: map[string]struct{}{}}, nil
 }
 
 // JSONLines returns obj's index as JSON lines, one regular member a line
@@ -133,7 +134,7 @@ func (x *Index) fromSidecar(ctx context.Context, obj store.Object, find Finder) 
 	}
 	for _, key := range SidecarKeys(obj.Key) {
 		side, ok := find(key)
-		if !ok || side.Key == obj.Key {
+		if !ok || side.Key == obj.Key || x.wasRejected(side) {
 			continue
 		}
 		members, err := x.readSidecar(ctx, obj, side)
@@ -146,11 +147,32 @@ func (x *Index) fromSidecar(ctx context.Context, obj store.Object, find Finder) 
 		case errors.Is(err, errSidecarUnchecked):
 			x.log.Debug("sidecar index not used", "key", obj.Key, "sidecar", side.Key, "why", err)
 		default:
+			x.reject(side)
 			x.sidecarsRejected.Add(1)
 			x.log.Warn("sidecar index disagrees with its shard; scanning the shard instead", "key", obj.Key, "sidecar", side.Key, "err", err)
 		}
 	}
 	return nil, nil
+}
+
+// maxRejected bounds the sidecar versions remembered as rejected; past it
+// they are forgotten, and a bad one is read and warned of again.
+const maxRejected = 4096
+
+func (x *Index) wasRejected(side store.Object) bool {
+	x.mu.Lock()
+	defer x.mu.Unlock()
+	_, ok := x.rejected[side.ETag+"\x00"+side.Key]
+	return ok
+}
+
+func (x *Index) reject(side store.Object) {
+	x.mu.Lock()
+	defer x.mu.Unlock()
+	if len(x.rejected) >= maxRejected {
+		clear(x.rejected)
+	}
+	x.rejected[side.ETag+"\x00"+side.Key] = struct{}{}
 }
 
 func (x *Index) readSidecar(ctx context.Context, obj, side store.Object) ([]Member, error) {

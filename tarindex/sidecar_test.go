@@ -137,6 +137,17 @@ func TestSidecarThatDisagreesIsIgnored(t *testing.T) {
 			if s := x.Stats(); s.SidecarsRejected != 1 || s.Sidecars != 0 || s.Scans != 1 {
 				t.Errorf("stats: %+v; want the sidecar rejected once and a scan", s)
 			}
+			// Built again (an index memory too small to keep it): the bad
+			// sidecar is neither read nor warned of again.
+			small := newIndex(t, f, Config{Memory: 1})
+			for range 2 {
+				if _, err := small.JSONLines(context.Background(), shard, finder(objs)); err != nil {
+					t.Fatal(err)
+				}
+			}
+			if s := small.Stats(); s.SidecarsRejected != 1 || s.Scans != 2 {
+				t.Errorf("two builds with a bad sidecar: %+v; want it rejected once, 2 scans", s)
+			}
 		})
 	}
 }

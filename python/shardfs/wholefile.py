@@ -19,6 +19,7 @@ import collections
 import concurrent.futures
 import errno
 import os
+import time
 
 PATH_CUFILE = "whole-file cufile"
 PATH_PREAD = "whole-file pread"
@@ -67,6 +68,11 @@ class WholeFiles:
     # one at a time (the batch path has as many READs in flight), and
     # os.preadv lets go of the GIL while it waits.
     READERS = 4
+    # How long a shard the daemon said is not held whole is not asked
+    # about again: a mount makes no whole files (warm does, before it), so
+    # the answer rarely changes, and each question is an ioctl round trip,
+    # as long as a small READ.
+    ABSENT_SECONDS = 2.0
 
     def __init__(self, client, cufile=None):
         self.client = client
@@ -77,6 +83,7 @@ class WholeFiles:
         self.usable = True  # False once the daemon refused for good
         self._open = collections.OrderedDict()  # file path -> _Open
         self._of = {}  # shard path (or fd) -> the file last named for it
+        self._absent = {}  # shard path (or fd) -> when to ask again
 
     def close(self):
         if self._pool is not None:
@@ -86,6 +93,7 @@ class WholeFiles:
             f.close()
         self._open.clear()
         self._of.clear()
+        self._absent.clear()
 
     def _readers(self):
         if self._pool is None and self.readers > 1:
@@ -107,11 +115,17 @@ class WholeFiles:
         Unavailable when the daemon names none or the file does not open
         (evicted since the answer)."""
         key = path if isinstance(path, int) else self.client._rel(path)
+        if self._absent.get(key, 0) > time.monotonic():
+            raise Unavailable("not held whole")
         try:
             file, size = self.client.whole_file(path)
         except OSError as e:
             if e.errno in _NEVER:
                 self.usable = False
+            elif e.errno == errno.ENODATA:
+                if len(self._absent) > 4096:
+                    self._absent.clear()
+                self._absent[key] = time.monotonic() + self.ABSENT_SECONDS
             self._forget(key)
             raise Unavailable(os.strerror(e.errno))
         if self._of.get(key) != file:

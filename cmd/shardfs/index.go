@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"github.com/urfave/cli/v2"
+	"golang.org/x/sync/errgroup"
 
 	"github.com/shardfs/shardfs/cache"
 	"github.com/shardfs/shardfs/store"
@@ -213,20 +214,35 @@ func indexShards(ctx context.Context, out, errOut io.Writer, x *tarindex.Index, 
 	for i := range results {
 		results[i] = make(chan built, 1)
 	}
-	// The builds run on their own goroutine, owned here: waited for once
-	// every result is written. On an interrupt this returns at once and
-	// the process ends with the builds in flight.
+	// The builds run n at a time on goroutines owned here, started in
+	// shard order by one dispatcher that takes a slot of ahead first: at
+	// most 4n shards are built and not yet written, so a slow first shard
+	// does not pile up the indexes of all the others. They are waited for
+	// once every result is written; on an interrupt this returns at once
+	// and the process ends with the builds in flight.
+	ahead := make(chan struct{}, 4*n)
 	builders := make(chan struct{})
 	go func() {
 		defer close(builders)
-		forEach(ctx, indexes(len(shards)), n, func(i int) {
-			b, err := x.JSONLines(ctx, shards[i], find)
-			if err == nil {
-				b, err = withShard(shards[i].Key, b)
+		var g errgroup.Group
+		g.SetLimit(n)
+		defer g.Wait()
+		for i := range shards {
+			select {
+			case ahead <- struct{}{}:
+			case <-ctx.Done():
+				return
 			}
-			bar.Add64(shards[i].Size)
-			results[i] <- built{b, err}
-		})
+			g.Go(func() error {
+				b, err := x.JSONLines(ctx, shards[i], find)
+				if err == nil {
+					b, err = withShard(shards[i].Key, b)
+				}
+				bar.Add64(shards[i].Size)
+				results[i] <- built{b, err}
+				return nil
+			})
+		}
 	}()
 	w := bufio.NewWriterSize(out, 1<<20)
 	for i, o := range shards {
@@ -236,6 +252,7 @@ func indexShards(ctx context.Context, out, errOut io.Writer, x *tarindex.Index, 
 		case <-ctx.Done():
 			return failed, nil
 		}
+		<-ahead
 		if r.err != nil {
 			failed++
 			fmt.Fprintf(errOut, "failed: %s: %v\n", o.Key, r.err)
@@ -248,14 +265,6 @@ func indexShards(ctx context.Context, out, errOut io.Writer, x *tarindex.Index, 
 	<-builders
 	bar.Finish()
 	return failed, w.Flush()
-}
-
-func indexes(n int) []int {
-	s := make([]int, n)
-	for i := range s {
-		s[i] = i
-	}
-	return s
 }
 
 // withShard adds "shard":key in front of each line of a rendered index.

@@ -139,11 +139,24 @@ func TestOfflineTools(t *testing.T) {
 		t.Fatalf("VerifyDir = %+v, %v; want 5 good slots", rep, err)
 	}
 
-	if err := ClearDir(dir); err != nil {
+	for _, sub := range []string{"listings", "indexes"} {
+		if err := os.MkdirAll(filepath.Join(dir, sub), 0o700); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(filepath.Join(dir, sub, "a.jsonl"), []byte("{}\n"), 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := ClearDir(dir, "listings", "indexes"); err != nil {
 		t.Fatalf("ClearDir: %v", err)
 	}
 	if ds, _ := InspectDir(dir); ds.UsedSlots != 0 {
 		t.Fatalf("after ClearDir: %+v", ds)
+	}
+	for _, sub := range []string{"listings", "indexes"} {
+		if _, err := os.Stat(filepath.Join(dir, sub)); !errors.Is(err, os.ErrNotExist) {
+			t.Fatalf("after ClearDir, %s: %v; want it gone", sub, err)
+		}
 	}
 	c = openCache(t, cfg)
 	for _, o := range objs {

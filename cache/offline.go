@@ -187,9 +187,10 @@ func verifyWholeFiles(dir string, rep *VerifyReport) error {
 	return nil
 }
 
-// ClearDir empties a cache dir's ring and whole-shard files. It refuses
-// with ErrLocked while a mount owns the dir.
-func ClearDir(dir string) error {
+// ClearDir empties a cache dir's ring and whole-shard files, and deletes
+// subdirs of it (what other packages keep there: persisted listings and
+// member indexes). It refuses with ErrLocked while a mount owns the dir.
+func ClearDir(dir string, subdirs ...string) error {
 	unlock, err := lockExisting(dir)
 	if err != nil {
 		return err
@@ -198,8 +199,10 @@ func ClearDir(dir string) error {
 	if err := os.Remove(ringPath(dir)); err != nil && !errors.Is(err, os.ErrNotExist) {
 		return fmt.Errorf("clear cache: %w", err)
 	}
-	if err := os.RemoveAll(wholeDir(dir)); err != nil {
-		return fmt.Errorf("clear cache: %w", err)
+	for _, sub := range append([]string{wholeDirName}, subdirs...) {
+		if err := os.RemoveAll(filepath.Join(dir, sub)); err != nil {
+			return fmt.Errorf("clear cache: %w", err)
+		}
 	}
 	return nil
 }

@@ -103,7 +103,7 @@ func (f *snapshotFile) Open(ctx context.Context, flags uint32) (gofs.FileHandle,
 	data, err := f.render(ctx)
 	if err != nil {
 		f.m.opts.Log.Error("rendering side file", "err", err)
-		return nil, 0, syscall.EIO
+		return nil, 0, errnoFor(err)
 	}
 	return &snapshotHandle{m: f.m, id: f.m.handles.Add(1), data: data, ioctls: f.ioctls}, fuse.FOPEN_DIRECT_IO, 0
 }

@@ -32,10 +32,13 @@ type header struct {
 	Objects  int       `json:"objects"`
 }
 
+// Subdir is the directory of the cache dir that holds persisted listings.
+const Subdir = "listings"
+
 // path is the file of a source's listing.
 func path(dir, key string) string {
 	sum := sha256.Sum256([]byte(key))
-	return filepath.Join(dir, "listings", hex.EncodeToString(sum[:16])+".jsonl")
+	return filepath.Join(dir, Subdir, hex.EncodeToString(sum[:16])+".jsonl")
 }
 
 // save persists objs as the listing of key, listed at listedAt.

@@ -39,10 +39,13 @@ type persistHeader struct {
 // errStale is a persisted index of another version of the shard, or none.
 var errStale = errors.New("no persisted index of this version")
 
+// Subdir is the directory of the cache dir that holds persisted indexes.
+const Subdir = "indexes"
+
 // persistPath is the file of obj's index.
 func persistPath(dir, source, key string) string {
 	sum := sha256.Sum256([]byte(source + "\x00" + key))
-	return filepath.Join(dir, "indexes", hex.EncodeToString(sum[:16])+".jsonl")
+	return filepath.Join(dir, Subdir, hex.EncodeToString(sum[:16])+".jsonl")
 }
 
 // save persists body, the rendered index of obj with members lines.

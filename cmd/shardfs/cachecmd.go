@@ -8,6 +8,8 @@ import (
 	"github.com/urfave/cli/v2"
 
 	"github.com/shardfs/shardfs/cache"
+	"github.com/shardfs/shardfs/listing"
+	"github.com/shardfs/shardfs/tarindex"
 )
 
 func cacheCommand() *cli.Command {
@@ -62,9 +64,9 @@ func cacheCommand() *cli.Command {
 				},
 			},
 			{
-				Name: "clear", Usage: "delete every cached block", Flags: dirFlag(), OnUsageError: usageError,
+				Name: "clear", Usage: "delete every cached block, whole shard, listing and member index", Flags: dirFlag(), OnUsageError: usageError,
 				Action: func(c *cli.Context) error {
-					if err := cache.ClearDir(c.String("cache-dir")); err != nil {
+					if err := cache.ClearDir(c.String("cache-dir"), listing.Subdir, tarindex.Subdir); err != nil {
 						return cacheDirError(c.String("cache-dir"), err)
 					}
 					fmt.Fprintf(c.App.Writer, "cleared %s\n", c.String("cache-dir"))

@@ -44,12 +44,14 @@ def own_cpu():
 
 def clients(mount, staging, chunk, readers):
     """A client per row, each made to take only its path: {label: (client,
-    the path read_into must report)}."""
+    the path read_into must report)}. readers: (preads in flight, chunk)
+    of each whole-file row."""
     out = {}
-    for r in readers:
-        c = gds.Client(mount, buffer_size=staging, chunk_size=chunk)
+    for r, rchunk in readers:
+        c = gds.Client(mount, buffer_size=staging, chunk_size=rchunk or chunk)
         c._whole.readers = r
-        out["whole-file pread, %d reader%s" % (r, "s" if r > 1 else "")] = (c, "whole-file pread")
+        label = "whole-file pread, %d reader%s" % (r, "s" if r > 1 else "")
+        out[label + (", %d MiB preads" % (rchunk >> 20) if rchunk else "")] = (c, "whole-file pread")
     out["lease"] = (gds.Client(mount, buffer_size=staging, chunk_size=chunk, whole_files=False), "lease")
     batch = gds.Client(mount, buffer_size=staging, chunk_size=chunk, whole_files=False)
     batch._ring_direct = False  # as when the ring file cannot be opened: READs in a batch
@@ -66,13 +68,15 @@ def main():
     ap.add_argument("--rounds", type=int, default=5)
     ap.add_argument("--staging", type=size_arg, default=64 << 20)
     ap.add_argument("--chunk", type=size_arg, default=4 << 20)
-    ap.add_argument("--readers", default="4,1", help="whole-file rows: preads in flight, one row each")
+    ap.add_argument("--readers", default="4,1",
+                    help="whole-file rows: preads in flight, one row each (R@SIZE: preads of SIZE, not --chunk)")
     a = ap.parse_args()
 
     size = os.path.getsize(a.source)
     want = np.fromfile(a.source, np.uint8)
     out = np.empty(size, np.uint8)
-    cs = clients(a.mount, a.staging, a.chunk, [int(r) for r in a.readers.split(",")])
+    rows = [(r.partition("@")[0], r.partition("@")[2]) for r in a.readers.split(",")]
+    cs = clients(a.mount, a.staging, a.chunk, [(int(r), size_arg(c) if c else 0) for r, c in rows])
     for name, (c, path) in cs.items():
         out.fill(0)
         n = c.read_into(out, a.file, 0, size)

@@ -42,43 +42,14 @@ EXTRA_FLAGS=("$@")
 read -ra CMP_FLAGS <<<"$COMPARE_FLAGS"
 [ -n "$COMPARE_FLAGS" ] || CMP_FLAGS=("${EXTRA_FLAGS[@]}")
 [ "$(id -u)" -eq 0 ] || die "run as root: the benchmark drops the page cache and mounts"
-OUT=${OUT:-$WORK_DIR/bench-cpu}
-mkdir -p "$OUT"
-OUT=$(cd "$OUT" && pwd)
-RESULTS=$OUT/results.txt
-: >"$RESULTS"
-MNT=$OUT/mnt CACHE=$OUT/cache
-mkdir -p "$MNT"
-SHARDFS=${SHARDFS_BIN:-$SHARDFS_ROOT/bin/shardfs}
-if [ -z "${SHARDFS_BIN:-}" ]; then
-	(cd "$SHARDFS_ROOT" && go build -o bin/shardfs ./cmd/shardfs)
-fi
+bench_setup bench-cpu
 
-DAEMON_PID=
-export SHARDFS_MINIO_STATE=$WORK_DIR/bench-cpu-minio.env
-cleanup() {
-	set +e
-	mountpoint -q "$MNT" && fusermount3 -uz "$MNT"
-	[ -n "$DAEMON_PID" ] && kill "$DAEMON_PID" 2>/dev/null
-	"$SHARDFS_ROOT/scripts/minio.sh" stop 2>/dev/null
-}
-trap cleanup EXIT
-
-samples=$(( $("$SYS_PYTHON" -c "import sys; sys.path.insert(0, '$SHARDFS_ROOT/scripts'); import gen_shards; print(gen_shards.parse_size('$SHARD_SIZE'))") >> 20 ))
-DATA=$WORK_DIR/bench-data-$SHARDS-$SHARD_SIZE
-if [ ! -f "$DATA/.done" ]; then
-	log "generating $SHARDS x $SHARD_SIZE shards in $DATA"
-	rm -rf "$DATA"
-	"$SYS_PYTHON" "$SHARDFS_ROOT/scripts/gen_shards.py" "$DATA" "$SHARDS" "$samples" 1020K
-	touch "$DATA/.done"
-fi
+DATA=$(bench_dataset "$SHARDS" "$SHARD_SIZE")
 eval "$("$SHARDFS_ROOT/scripts/minio.sh" start)"
 # shellcheck disable=SC1090
 MINIO_PID=$(source "$SHARDFS_MINIO_STATE" && echo "$MINIO_PID")
 "$SHARDFS_ROOT/scripts/upload.sh" "$DATA" "s3://$BUCKET" 2>&1 | tail -1 >&2
 
-CLK_TCK=$(getconf CLK_TCK)
-cpu_seconds() { awk -v hz="$CLK_TCK" '{sub(/^.*\) /, ""); printf "%.3f", ($12 + $13) / hz}' "/proc/$1/stat"; }
 drop_caches() { sync; echo 3 >/proc/sys/vm/drop_caches; }
 record() { printf '%s\n' "$*" | tee -a "$RESULTS" >&2; }
 
@@ -137,32 +108,10 @@ for round in $(seq "$ROUNDS"); do
 	run_shardfs "$SHARDFS" shardfs-noring 0 -- "${EXTRA_FLAGS[@]}"
 done
 record "INFO rounds=$ROUNDS shards=$SHARDS shard_size=$SHARD_SIZE readers=$READERS load_before=$load_before load_after=$(cut -d" " -f1-3 /proc/loadavg | tr " " /) flags=$(IFS=,; echo "${EXTRA_FLAGS[*]:-none}") compare=${COMPARE:-same}:$(IFS=,; echo "${CMP_FLAGS[*]:-none}")"
-"$SYS_PYTHON" - "$RESULTS" <<'PY' | tee "$OUT/table.md"
-import sys
-rows, info = [], {}
-for line in open(sys.argv[1]):
-    kind, *fields = line.split()
-    if kind == "ROW":
-        rows.append(dict(f.split("=", 1) for f in fields))
-    elif kind == "INFO":
-        info = dict(f.split("=", 1) for f in fields)
-names = list(dict.fromkeys(r["name"] for r in rows))
-def med(vs):
-    vs = sorted(vs)
-    return vs[len(vs) // 2] if len(vs) % 2 else (vs[len(vs) // 2 - 1] + vs[len(vs) // 2]) / 2
-def col(n, f):
-    return [f(r) for r in rows if r["name"] == n]
-def per_gb(key):
-    return lambda r: float(r[key]) / (float(r["bytes"]) / 1e9)
-print(f"{info['rounds']} interleaved rounds, {info['shards']} x {info['shard_size']} shards, {info['readers']} readers of 1 MiB read()s; "
-      f"load average before/after {info['load_before']} / {info['load_after']}; extra flags: {info['flags']}; compare row: {info.get('compare', '-')}\n")
-print("| row | MB/s median (range) | daemon CPU-s/GB | store CPU-s/GB | reader CPU-s/GB | peak daemon RSS MiB |")
-print("|---|---|---|---|---|---|")
-for n in names:
-    cells = []
-    for f in (lambda r: float(r["mbps"]), per_gb("daemon_cpu_s"), per_gb("store_cpu_s"), per_gb("reader_cpu_s"),
-              lambda r: float(r["vmhwm_kb"]) / 1024):
-        vs = col(n, f)
-        cells.append(f"{med(vs):,.2f} ({min(vs):,.2f}-{max(vs):,.2f})")
-    print(f"| {n} | " + " | ".join(cells) + " |")
-PY
+{
+	printf '%s interleaved rounds, %s x %s shards, %s readers of 1 MiB read()s; load average before/after %s / %s; extra flags: %s; compare row: %s\n\n' \
+		"$ROUNDS" "$SHARDS" "$SHARD_SIZE" "$READERS" "$load_before" "$(cut -d" " -f1-3 /proc/loadavg | tr " " /)" \
+		"$(IFS=,; echo "${EXTRA_FLAGS[*]:-none}")" "${COMPARE:-same}:$(IFS=,; echo "${CMP_FLAGS[*]:-none}")"
+	"$SYS_PYTHON" "$SHARDFS_ROOT/scripts/bench_rows.py" "$RESULTS" "MB/s median (range)=mbps:value" "daemon CPU-s/GB=daemon_cpu_s:per_gb" \
+		"store CPU-s/GB=store_cpu_s:per_gb" "reader CPU-s/GB=reader_cpu_s:per_gb" "peak daemon RSS MiB=vmhwm_kb:mib"
+} | tee "$OUT/table.md"

@@ -9,6 +9,9 @@
 #   bash scripts/bench_loader.sh
 # Knobs: BENCH_SHARDS (48) BENCH_SAMPLES (64 per shard) BENCH_SAMPLE_SIZE (96K)
 #        BENCH_WORKERS (4) BENCH_DATASET (iterable|map) BENCH_REPEAT (3)
+#        BENCH_INTERLEAVE (0; 1: the local and warm runs alternate, one of
+#        each per round, the ratio is given per round, and the cold setting
+#        is skipped)
 #        BENCH_DIR (a fresh directory under $TMPDIR, removed at the end)
 #        SHARDFS_BIN (the binary to measure; default: built from this tree)
 set -euo pipefail
@@ -81,9 +84,9 @@ scripts/upload.sh "$BENCH/local" "s3://$BUCKET/$PREFIX" 2>/dev/null
 # The map-style index is built once per source, outside the timed epochs.
 [ "$DATASET" != map ] || loader "$BENCH/local" local >/dev/null
 
-runs() { # NAME SETUP TEARDOWN DIR -> median samples/s
+runs() { # NAME SETUP TEARDOWN DIR [COUNT] -> median samples/s of COUNT (BENCH_REPEAT) runs
 	local name=$1 setup=$2 teardown=$3 dir=$4 v all=()
-	for i in $(seq "$REPEAT"); do
+	for i in $(seq "${5:-$REPEAT}"); do
 		$setup
 		drop_caches
 		v=$(loader "$dir" "$name")
@@ -94,18 +97,40 @@ runs() { # NAME SETUP TEARDOWN DIR -> median samples/s
 	median "${all[@]}"
 }
 
-log "== local copy"
-LOCAL=$(runs local : : "$BENCH/local")
-
-log "== warm cache (shardfs warm, then mount; page cache dropped)"
 WARM_CACHE=$BENCH/cache-warm
-"$BIN" warm "s3://$BUCKET/$PREFIX" --endpoint-url "$SHARDFS_ENDPOINT_URL" --cache-dir "$WARM_CACHE" >"$BENCH/warm.log" 2>&1
 warm_up() { mount_s3 "$SHARDFS_ENDPOINT_URL" "$WARM_CACHE"; }
 warm_down() {
 	"$BIN" stats "$MNT" >"$BENCH/stats-warm.txt"
 	"$BIN" unmount "$MNT"
 }
-[ "$DATASET" != map ] || { warm_up && loader "$MNT" warm >/dev/null && warm_down; }
+warm_cache() {
+	"$BIN" warm "s3://$BUCKET/$PREFIX" --endpoint-url "$SHARDFS_ENDPOINT_URL" --cache-dir "$WARM_CACHE" >"$BENCH/warm.log" 2>&1
+	[ "$DATASET" != map ] || { warm_up && loader "$MNT" warm >/dev/null && warm_down; }
+}
+
+if [ "${BENCH_INTERLEAVE:-0}" = 1 ]; then
+	log "== local copy and warm cache (shardfs warm, then mount), interleaved; page cache dropped before each"
+	warm_cache
+	locals=() warms=()
+	for i in $(seq "$REPEAT"); do
+		locals+=("$(runs local : : "$BENCH/local" 1)")
+		warms+=("$(runs warm warm_up warm_down "$MNT" 1)")
+		log "round $i: local ${locals[-1]}, warm ${warms[-1]} samples/s, warm/local $("$SYS_PYTHON" -c "print(f'{${warms[-1]} / ${locals[-1]}:.3f}')")"
+	done
+	LOCAL=$(median "${locals[@]}") WARM=$(median "${warms[@]}")
+	printf '\nDataLoader (%s dataset, %d workers, batch_size=None), %d shards, %d samples, %s MB, %d interleaved rounds\n' \
+		"$DATASET" "$WORKERS" "$SHARDS" $((SHARDS * SAMPLES)) "$((BYTES / 1000000))" "$REPEAT"
+	printf 'local copy samples/s: %s (median %s)\n' "${locals[*]}" "$LOCAL"
+	printf 'shardfs warm samples/s: %s (median %s)\n' "${warms[*]}" "$WARM"
+	printf 'warm / local, median of the rounds: %s\n' "$("$SYS_PYTHON" -c "print(f'{$WARM / $LOCAL:.3f}')")"
+	exit 0
+fi
+
+log "== local copy"
+LOCAL=$(runs local : : "$BENCH/local")
+
+log "== warm cache (shardfs warm, then mount; page cache dropped)"
+warm_cache
 WARM=$(runs warm warm_up warm_down "$MNT")
 
 log "== cold cache through Toxiproxy (${LATENCY_MS} ms, $((RATE_KBPS / 1000)) MB/s per connection)"

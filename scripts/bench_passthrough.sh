@@ -36,47 +36,19 @@ while [ $# -gt 0 ]; do
 	shift
 done
 [ "$(id -u)" -eq 0 ] || die "run as root: the benchmark drops the page cache, mounts and registers backing files"
-OUT=${OUT:-$WORK_DIR/bench-passthrough}
-mkdir -p "$OUT"
-OUT=$(cd "$OUT" && pwd)
-RESULTS=$OUT/results.txt
-: >"$RESULTS"
-MNT=$OUT/mnt CACHE=$OUT/cache
-mkdir -p "$MNT"
-SHARDFS=${SHARDFS_BIN:-$SHARDFS_ROOT/bin/shardfs}
-if [ -z "${SHARDFS_BIN:-}" ]; then
-	(cd "$SHARDFS_ROOT" && go build -o bin/shardfs ./cmd/shardfs)
-fi
+bench_setup bench-passthrough
 
-DAEMON_PID=
-export SHARDFS_MINIO_STATE=$WORK_DIR/bench-passthrough-minio.env
-cleanup() {
-	set +e
-	mountpoint -q "$MNT" && fusermount3 -uz "$MNT"
-	[ -n "$DAEMON_PID" ] && kill "$DAEMON_PID" 2>/dev/null
-	"$SHARDFS_ROOT/scripts/minio.sh" stop 2>/dev/null
-}
-trap cleanup EXIT
-
-samples=$(( $("$SYS_PYTHON" -c "import sys; sys.path.insert(0, '$SHARDFS_ROOT/scripts'); import gen_shards; print(gen_shards.parse_size('$SHARD_SIZE'))") >> 20 ))
-DATA=$WORK_DIR/bench-data-$SHARDS-$SHARD_SIZE
-if [ ! -f "$DATA/.done" ]; then
-	log "generating $SHARDS x $SHARD_SIZE shards in $DATA"
-	rm -rf "$DATA"
-	"$SYS_PYTHON" "$SHARDFS_ROOT/scripts/gen_shards.py" "$DATA" "$SHARDS" "$samples" 1020K
-	touch "$DATA/.done"
-fi
+DATA=$(bench_dataset "$SHARDS" "$SHARD_SIZE")
 eval "$("$SHARDFS_ROOT/scripts/minio.sh" start)"
 "$SHARDFS_ROOT/scripts/upload.sh" "$DATA" "s3://$BUCKET" 2>&1 | tail -1 >&2
 
-# The cache holds the data set twice (ring and whole files): size it so.
+# The cache holds the data set twice (ring and whole files), with room: a
+# shard is made whole from the ring, which must still hold all of it.
 data_bytes=$(du -sb --exclude=.done "$DATA" | cut -f1)
-CACHE_FLAGS=(--cache-dir "$CACHE" --cache-size "$(( data_bytes * 5 / 2 ))")
+CACHE_FLAGS=(--cache-dir "$CACHE" --cache-size "$(( data_bytes * 3 ))")
 rm -rf "$CACHE"
 "$SHARDFS" warm "s3://$BUCKET" "${CACHE_FLAGS[@]}" --include 'shard-*' 2>&1 | tail -1 | tee -a "$RESULTS" >&2
 
-CLK_TCK=$(getconf CLK_TCK)
-cpu_seconds() { awk -v hz="$CLK_TCK" '{sub(/^.*\) /, ""); printf "%.3f", ($12 + $13) / hz}' "/proc/$1/stat"; }
 drop_caches() { sync; echo 3 >/proc/sys/vm/drop_caches; }
 record() { printf '%s\n' "$*" | tee -a "$RESULTS" >&2; }
 
@@ -126,36 +98,9 @@ for round in $(seq "$ROUNDS"); do
 	run_mount shardfs-ring --passthrough off
 done
 record "INFO rounds=$ROUNDS shards=$SHARDS shard_size=$SHARD_SIZE readers=$READERS load_before=$load_before load_after=$(cut -d" " -f1-3 /proc/loadavg | tr " " /)"
-"$SYS_PYTHON" - "$RESULTS" <<'PY' | tee "$OUT/table.md"
-import sys
-rows, info = [], {}
-for line in open(sys.argv[1]):
-    kind, *fields = line.split() or [""]
-    if kind == "ROW":
-        rows.append(dict(f.split("=", 1) for f in fields))
-    elif kind == "INFO":
-        info = dict(f.split("=", 1) for f in fields)
-names = list(dict.fromkeys(r["name"] for r in rows))
-def med(vs):
-    vs = sorted(vs)
-    return vs[len(vs) // 2] if len(vs) % 2 else (vs[len(vs) // 2 - 1] + vs[len(vs) // 2]) / 2
-def col(n, f):
-    return [f(r) for r in rows if r["name"] == n]
-def per_gb(key):
-    return lambda r: float(r[key]) / (float(r["bytes"]) / 1e9)
-print(f"{info['rounds']} interleaved rounds, {info['shards']} x {info['shard_size']} shards, {info['readers']} readers of 1 MiB read()s, "
-      f"page cache dropped before each; load average before/after {info['load_before']} / {info['load_after']}\n")
-print("| row | MB/s median (range) | daemon CPU-s/GB | reader CPU-s/GB | peak daemon RSS MiB |")
-print("|---|---|---|---|---|")
-for n in names:
-    cells = []
-    for f in (lambda r: float(r["mbps"]), per_gb("daemon_cpu_s"), per_gb("reader_cpu_s"), lambda r: float(r["vmhwm_kb"]) / 1024):
-        vs = col(n, f)
-        cells.append(f"{med(vs):,.3f} ({min(vs):,.3f}-{max(vs):,.3f})")
-    print(f"| {n} | " + " | ".join(cells) + " |")
-pt = col("shardfs-passthrough", lambda r: float(r["mbps"]))
-local = col("local-files", lambda r: float(r["mbps"]))
-if pt and local and len(pt) == len(local):
-    ratios = [a / b for a, b in zip(pt, local)]
-    print(f"\npassthrough / local files, per round: {', '.join(f'{r:.3f}' for r in ratios)} (median {med(ratios):.3f})")
-PY
+{
+	printf '%s interleaved rounds, %s x %s shards, %s readers of 1 MiB read()s, page cache dropped before each; load average before/after %s / %s\n\n' \
+		"$ROUNDS" "$SHARDS" "$SHARD_SIZE" "$READERS" "$load_before" "$(cut -d" " -f1-3 /proc/loadavg | tr " " /)"
+	"$SYS_PYTHON" "$SHARDFS_ROOT/scripts/bench_rows.py" "$RESULTS" "MB/s median (range)=mbps:value" "daemon CPU-s/GB=daemon_cpu_s:per_gb" \
+		"reader CPU-s/GB=reader_cpu_s:per_gb" "peak daemon RSS MiB=vmhwm_kb:mib" --ratio shardfs-passthrough/local-files
+} | tee "$OUT/table.md"

@@ -147,3 +147,47 @@ shardfs_python_env() {
 		export PYTHONPATH=$SHARDFS_ROOT/python${PYTHONPATH:+:$PYTHONPATH}
 	fi
 }
+
+# cpu_seconds PID: user+system CPU seconds the process has used so far.
+cpu_seconds() { awk -v hz="$(getconf CLK_TCK)" '{sub(/^.*\) /, ""); printf "%.3f", ($12 + $13) / hz}' "/proc/$1/stat"; }
+
+# bench_dataset SHARDS SIZE: the directory of SHARDS tar shards of SIZE
+# (samples of 1020 KiB) under $WORK_DIR, generated on first use.
+bench_dataset() {
+	local dir=$WORK_DIR/bench-data-$1-$2 samples
+	if [ ! -f "$dir/.done" ]; then
+		samples=$(( $("$SYS_PYTHON" -c "import sys; sys.path.insert(0, '$SHARDFS_ROOT/scripts'); import gen_shards; print(gen_shards.parse_size('$2'))") >> 20 ))
+		log "generating $1 x $2 shards in $dir"
+		rm -rf "$dir"
+		"$SYS_PYTHON" "$SHARDFS_ROOT/scripts/gen_shards.py" "$dir" "$1" "$samples" 1020K >&2
+		touch "$dir/.done"
+	fi
+	printf '%s\n' "$dir"
+}
+
+# bench_setup NAME: the frame of a benchmark that mounts shardfs over a
+# MinIO: OUT (default $WORK_DIR/NAME) holding RESULTS (emptied), MNT and
+# CACHE; SHARDFS, built into bin/ unless SHARDFS_BIN names a binary; a MinIO
+# state file of its own; and a trap that, on exit, unmounts MNT, ends
+# DAEMON_PID and stops MinIO.
+bench_setup() {
+	OUT=${OUT:-$WORK_DIR/$1}
+	mkdir -p "$OUT"
+	OUT=$(cd "$OUT" && pwd)
+	RESULTS=$OUT/results.txt
+	: >"$RESULTS"
+	MNT=$OUT/mnt CACHE=$OUT/cache
+	mkdir -p "$MNT"
+	SHARDFS=${SHARDFS_BIN:-$SHARDFS_ROOT/bin/shardfs}
+	[ -n "${SHARDFS_BIN:-}" ] || (cd "$SHARDFS_ROOT" && go build -o bin/shardfs ./cmd/shardfs)
+	DAEMON_PID=
+	export SHARDFS_MINIO_STATE=$WORK_DIR/$1-minio.env
+	trap bench_cleanup EXIT
+}
+
+bench_cleanup() {
+	set +e
+	mountpoint -q "$MNT" && fusermount3 -uz "$MNT"
+	[ -n "$DAEMON_PID" ] && kill "$DAEMON_PID" 2>/dev/null
+	"$SHARDFS_ROOT/scripts/minio.sh" stop 2>/dev/null
+}

@@ -37,7 +37,9 @@
 // there), a range longer than HintRangeMax, a line that is neither form,
 // and what the read path reports (a range overlapping the writer's
 // previous one, a range refused by a full schedule) are counted per kind
-// in HintStats and logged once per 10 s per kind (hints.go).
+// in HintStats and logged once per 10 s per kind (hints.go). Ranges of a shard
+// whose opens the kernel serves itself (passthrough.go) are left out:
+// their reads never reach the read path.
 //
 // This package never talks to a backend except through the interfaces
 // declared in read.go and options.go; it never decides where bytes come

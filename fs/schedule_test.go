@@ -2,8 +2,11 @@ package fs
 
 import (
 	"context"
+	"os"
 	"strings"
 	"testing"
+
+	"github.com/shardfs/shardfs/store"
 )
 
 func TestParseHintTellsPathsRangesAndGarbage(t *testing.T) {
@@ -97,5 +100,38 @@ func TestHintRangesAreScheduledAndBadOnesCountedOnce(t *testing.T) {
 	}
 	if got := m.hints.stats(); got.Huge != 1001 || got.Unknown != 1001 || got.Garbage != 1001 {
 		t.Errorf("stats %+v, want 1001 huge, unknown and garbage lines", got)
+	}
+}
+
+// wholeFiles is a cache that holds the shards named in it whole.
+type wholeFiles map[string]bool
+
+func (w wholeFiles) OpenWholeFile(obj store.Object) (*os.File, bool) {
+	if !w[obj.Key] {
+		return nil, false
+	}
+	f, err := os.Open(os.DevNull)
+	return f, err == nil
+}
+
+func (w wholeFiles) WholeFilesDir() string { return os.TempDir() }
+
+// Ranges of a shard the kernel reads itself (passthrough) are not
+// scheduled: their reads never reach the read path, and the parts would
+// hold the window until they expired.
+func TestHintRangesOfPassedThroughShardsAreLeftOut(t *testing.T) {
+	m, rec, _ := hintsMount("a.tar", "whole.tar")
+	m.opts.WholeFiles = wholeFiles{"whole.tar": true}
+	h := &hintsHandle{m: m}
+	write := func() {
+		if _, errno := h.Write(context.Background(), []byte("whole.tar 0 100\na.tar 0 100\nwhole.tar 200 100\n"), 0); errno != 0 {
+			t.Fatal(errno)
+		}
+	}
+	write() // passthrough off: every range scheduled
+	m.passthrough.Store(true)
+	write()
+	if got, want := strings.Join(rec.ranges, ","), "0:whole.tar@0+100,0:a.tar@0+100,0:whole.tar@200+100,0:a.tar@0+100"; got != want {
+		t.Errorf("scheduled %s, want %s", got, want)
 	}
 }

@@ -3,6 +3,7 @@ package fs
 import (
 	"context"
 	"fmt"
+	"os"
 	"strings"
 	"sync"
 	"syscall"
@@ -238,6 +239,7 @@ func (m *mountState) hint(owner uint64, lines [][]byte) {
 	}
 	t := m.tree()
 	isFile := func(path string) bool { _, ok := t.object(path); return ok }
+	kernelReads := map[string]bool{}
 	for _, line := range lines {
 		h, ok, garbage := parseHint(line, m.opts.MountPoint, isFile)
 		if garbage {
@@ -256,6 +258,9 @@ func (m *mountState) hint(owner uint64, lines [][]byte) {
 			note(hintHuge, line)
 		case h.off >= obj.Size:
 			note(hintPastEOF, line)
+		case m.readByKernel(obj, kernelReads):
+			// Its reads never reach the read path: a schedule of them
+			// would only hold the window until it expired.
 		default:
 			if h.length > obj.Size-h.off {
 				note(hintPastEOF, line)
@@ -277,6 +282,24 @@ func (m *mountState) hint(owner uint64, lines [][]byte) {
 	for kind := range hintProblems {
 		m.hints.problem(m.opts.Log, kind, bad[kind], example[kind])
 	}
+}
+
+// readByKernel reports whether an open of obj would be passed to the
+// kernel (passthrough.go): the cache holds obj whole and the mount passes
+// such opens through. memo keeps the answer per key for one write.
+func (m *mountState) readByKernel(obj store.Object, memo map[string]bool) bool {
+	if !m.passthrough.Load() || m.opts.WholeFiles == nil {
+		return false
+	}
+	held, ok := memo[obj.Key]
+	if !ok {
+		var f *os.File
+		if f, held = m.opts.WholeFiles.OpenWholeFile(obj); held {
+			f.Close()
+		}
+		memo[obj.Key] = held
+	}
+	return held
 }
 
 // rangeText writes ranges[i] as its hints line, "" when i is out of range.

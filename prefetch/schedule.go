@@ -304,7 +304,11 @@ func (s *Scheduler) placeLocked(e *schedEntry, afford func(int64) bool) bool {
 		// Blocks a cache tier holds are read from it into the part, like
 		// blocks fetched: the part keeps them until the range is read,
 		// where the RAM tier might have dropped them by then.
-		gap, cached := s.partSource(o.obj, s.gapLocked(o, e.next, end), false)
+		limit := end
+		if s.widensLocked(o) {
+			limit = e.obj.Size // gapLocked stops at the part's end
+		}
+		gap, cached := s.partSource(o.obj, s.gapLocked(o, e.next, limit), false)
 		if gap.Empty() {
 			e.next = gap.End + bs
 			continue
@@ -324,6 +328,17 @@ func (s *Scheduler) placeLocked(e *schedEntry, afford func(int64) bool) bool {
 		e.next = gap.End
 	}
 	return true
+}
+
+// widensLocked reports whether a part made for a schedule of o runs on to
+// the end of its PartSize part rather than stopping after the range: o is
+// small next to the budget (the density rule's smallObjectDivisor), so a
+// schedule over it (an epoch) reads all of it, and the rest of the part is
+// one GET now rather than one a sample later. The bytes past the range go
+// to the cache (placementOf), where the ranges after it find them; with
+// no cache they would be dropped, and the part stops after the range.
+func (s *Scheduler) widensLocked(o *object) bool {
+	return s.cache != nil && o.obj.Size <= s.cfg.Memory/smallObjectDivisor
 }
 
 // keepForScheduleLocked has p keep the refs that overlap it until read.

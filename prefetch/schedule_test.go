@@ -306,3 +306,31 @@ func TestScheduledRangeReadInPiecesIsFetchedOnce(t *testing.T) {
 		t.Errorf("after the sample: %d bytes still held, %d ranges read; want 0 and 1", st.ScheduleInUseBytes, st.ScheduleRead)
 	}
 }
+
+// A schedule over a shard small next to the budget fetches the rest of
+// each part it touches with the first range there, into the cache; with
+// no cache to keep it, only the range's blocks.
+func TestScheduleOfASmallShardFetchesWholeParts(t *testing.T) {
+	cfg := DefaultConfig() // 8 MiB parts, 1 GiB budget: a 20 MiB shard is small
+	obj := fakeObject("small.tar", 20*mib)
+	ranges := []Scheduled{{Obj: obj, Off: 3*mib + 5, Len: 100 * kib}, {Obj: obj, Off: 5 * mib, Len: 100 * kib}}
+	for _, tc := range []struct {
+		name        string
+		cache       bool
+		gets, bytes int64
+	}{{"with a cache", true, 1, 5 * mib}, {"without", false, 2, 2 * mib}} {
+		t.Run(tc.name, func(t *testing.T) {
+			f := &fakeFetcher{}
+			var sink Sink
+			if tc.cache {
+				sink = newRingCache(t, cfg.BlockSize, 64*mib)
+			}
+			s := newTestScheduler(t, cfg, f, sink)
+			s.Schedule(1, ranges)
+			settledStats(t, s)
+			if g, n := f.gets.Load(), f.askedBytes.Load(); g != tc.gets || n != tc.bytes {
+				t.Errorf("%d GETs of %d bytes, want %d of %d", g, n, tc.gets, tc.bytes)
+			}
+		})
+	}
+}

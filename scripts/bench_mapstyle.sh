@@ -14,8 +14,10 @@
 # starts with an empty RAM tier; the page cache is dropped before every
 # epoch. Rounds are interleaved: each round runs every setting once. Per
 # epoch: samples/s, store bytes (shardfs_store_bytes_total), the daemon's
-# disk bytes read (/proc/PID/io read_bytes: the ring), bytes delivered
-# (shardfs_read_bytes_total), and CPU seconds of the daemon, of the loader
+# disk bytes read (/proc/PID/io read_bytes: the ring and whole-shard files;
+# the table gives them per byte of the data set, as with passthrough the
+# kernel reads whole-shard files itself and the daemon delivers nothing),
+# bytes delivered (shardfs_read_bytes_total), and CPU seconds of the daemon, of the loader
 # (the Python process and its workers: /usr/bin/time) and of MinIO and
 # Toxiproxy (/proc/PID/stat before and after).
 #   flock /tmp/shardfs-bench.lock bash scripts/bench_mapstyle.sh
@@ -160,7 +162,7 @@ data = int(sys.argv[2])
 med = lambda xs: statistics.median(xs)
 local = med(r["sps"] for r in rows["local-map"]) if "local-map" in rows else None
 print(f"{'setting':<15} {'samples/s median (range)':>25} {'x local':>8} {'x iter':>7} {'store B/data':>12} "
-      f"{'ring read/delivered':>19} {'CPU-s/GB daemon':>15} {'loader':>7} {'minio+proxy':>11}")
+      f"{'disk read/data':>14} {'CPU-s/GB daemon':>15} {'loader':>7} {'minio+proxy':>11}")
 for name, rs in rows.items():
     sps = [r["sps"] for r in rs]
     m = med(sps)
@@ -171,10 +173,10 @@ for name, rs in rows.items():
     cells = ["-", "-", "-"]
     if rs[0]["store"] != "-":
         cells = [f"{med(int(r['store']) for r in rs) / data:.2f}",
-                 f"{med(int(r['disk']) / max(int(r['delivered']), 1) for r in rs):.2f}",
+                 f"{med(int(r['disk']) for r in rs) / data:.2f}",
                  f"{med(float(r['daemon']) for r in rs) / gb:.2f}"]
     loader = f"{med(r['loader'] for r in rs) / gb:.2f}"
     server = "-" if rs[0]["minio"] == "-" else f"{med(float(r['minio']) + float(r['toxi']) for r in rs) / gb:.2f}"
-    print(f"{name:<15} {f'{m:.0f} ({min(sps)}-{max(sps)})':>25} {xl:>8} {xi:>7} {cells[0]:>12} {cells[1]:>19} "
+    print(f"{name:<15} {f'{m:.0f} ({min(sps)}-{max(sps)})':>25} {xl:>8} {xi:>7} {cells[0]:>12} {cells[1]:>14} "
           f"{cells[2]:>15} {loader:>7} {server:>11}")
 PY

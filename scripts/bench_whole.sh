@@ -10,7 +10,7 @@
 # A local source (no MinIO): one file of random bytes, warmed into a cache
 # dir (ring and whole-shard file), then mounted with no RAM tier so that
 # every path reads the disk; --readers gives the whole-file rows (preads in
-# flight each; R@SIZE: preads of SIZE instead of 4 MiB). Needs root (mounts). SHARDFS_BIN picks the
+# flight each; R@SIZE: preads of at most SIZE, 16 MiB by default). Needs root (mounts). SHARDFS_BIN picks the
 # binary; OUT (default .work/bench-whole) holds results.txt and is removed
 # but for it.
 set -euo pipefail

@@ -47,11 +47,14 @@ def clients(mount, staging, chunk, readers):
     the path read_into must report)}. readers: (preads in flight, chunk)
     of each whole-file row."""
     out = {}
-    for r, rchunk in readers:
-        c = gds.Client(mount, buffer_size=staging, chunk_size=rchunk or chunk)
+    for r, rsize in readers:
+        c = gds.Client(mount, buffer_size=staging, chunk_size=chunk)
         c._whole.readers = r
-        label = "whole-file pread, %d reader%s" % (r, "s" if r > 1 else "")
-        out[label + (", %d MiB preads" % (rchunk >> 20) if rchunk else "")] = (c, "whole-file pread")
+        if rsize:
+            c._whole.pread_size = rsize
+        size = min(c._whole.pread_size, max(staging // r, chunk), staging)  # as WholeFiles.read cuts it
+        out["whole-file pread, %d reader%s, %d MiB preads" % (r, "s" if r > 1 else "", size >> 20)] = (
+            c, "whole-file pread")
     out["lease"] = (gds.Client(mount, buffer_size=staging, chunk_size=chunk, whole_files=False), "lease")
     batch = gds.Client(mount, buffer_size=staging, chunk_size=chunk, whole_files=False)
     batch._ring_direct = False  # as when the ring file cannot be opened: READs in a batch
@@ -69,7 +72,7 @@ def main():
     ap.add_argument("--staging", type=size_arg, default=64 << 20)
     ap.add_argument("--chunk", type=size_arg, default=4 << 20)
     ap.add_argument("--readers", default="4,1",
-                    help="whole-file rows: preads in flight, one row each (R@SIZE: preads of SIZE, not --chunk)")
+                    help="whole-file rows: preads in flight, one row each (R@SIZE: preads of at most SIZE)")
     a = ap.parse_args()
 
     size = os.path.getsize(a.source)

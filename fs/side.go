@@ -229,6 +229,7 @@ func (h *hintsHandle) Flush(ctx context.Context) syscall.Errno {
 func (m *mountState) hint(owner uint64, lines [][]byte) {
 	var objs []store.Object
 	var ranges []ScheduledRange
+	named := 0 // whole-file lines, also those of shards passed through
 	var bad [hintProblems]uint64
 	var example [hintProblems]string
 	note := func(kind hintProblem, line []byte) {
@@ -253,7 +254,10 @@ func (m *mountState) hint(owner uint64, lines [][]byte) {
 		case !found:
 			note(hintUnknown, []byte(h.path))
 		case !h.ranged:
-			objs = append(objs, obj)
+			named++
+			if !m.readByKernel(obj, kernelReads) { // nothing to read ahead
+				objs = append(objs, obj)
+			}
 		case h.length > HintRangeMax:
 			note(hintHuge, line)
 		case h.off >= obj.Size:
@@ -268,7 +272,7 @@ func (m *mountState) hint(owner uint64, lines [][]byte) {
 			ranges = append(ranges, ScheduledRange{Obj: obj, Off: h.off, Len: min(h.length, obj.Size-h.off)})
 		}
 	}
-	m.hints.lines.Add(uint64(len(objs)))
+	m.hints.lines.Add(uint64(named))
 	if len(objs) > 0 {
 		m.opts.ReadPath.Hint(objs...)
 	}

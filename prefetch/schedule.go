@@ -78,6 +78,10 @@ type schedule struct {
 	made    uint64 // parts made so far, for eviction order
 	pumping bool   // pumpScheduleLocked is running: a nested call leaves the work to it
 	again   bool   // a nested call asked for another pass
+	// moved counts reads that moved an owner on since the last sweep of
+	// passed ranges (dropPassedLocked); sweep asks for one at the next pump.
+	moved int
+	sweep bool
 }
 
 // scheduleQueue is one owner's queued ranges and how far it has read.
@@ -244,6 +248,7 @@ func (s *Scheduler) Schedule(owner uint64, ranges []Scheduled) ScheduleResult {
 		sc.queued++
 	}
 	s.stats.ScheduledRanges += int64(res.Queued)
+	sc.sweep = true // and parts held past scheduleHoldFor go
 	s.pumpScheduleLocked()
 	return res
 }
@@ -264,7 +269,9 @@ func (s *Scheduler) pumpScheduleLocked() {
 	}
 	for pass := true; pass; {
 		sc.again = false
-		s.dropPassedLocked()
+		if sc.sweep || sc.moved >= scheduleSweepEvery {
+			s.dropPassedLocked()
+		}
 		for len(sc.turn) > 0 && !s.closed {
 			owner := sc.turn[0]
 			q := sc.owners[owner]
@@ -272,7 +279,11 @@ func (s *Scheduler) pumpScheduleLocked() {
 			if q.passed(e.refs[len(e.refs)-1]) { // the reader went past all of it
 				s.stats.ScheduleSkipped += int64(len(e.refs))
 			} else if !s.placeLocked(e, afford) {
-				break
+				if sc.moved == 0 {
+					break
+				}
+				s.dropPassedLocked() // the room may be held for ranges read past
+				continue
 			}
 			s.countRangesLocked(e.obj, -len(e.refs))
 			q.entries[0] = schedEntry{}
@@ -384,13 +395,21 @@ func (s *Scheduler) consumeScheduleLocked(p *part, r Range) {
 	})
 	s.stats.ScheduleRead += int64(len(owners))
 	if passed {
-		s.pumpScheduleLocked() // drops what the reader went past, and fills the room
+		s.sched.moved++
+		s.pumpScheduleLocked() // fills the room, dropping what the reader went past when it must
 	}
 	s.releaseScheduledLocked(p)
 	for _, owner := range owners {
 		s.forgetOwnerLocked(owner)
 	}
 }
+
+// scheduleSweepEvery is how many reads that move an owner on may pass
+// before the parts are swept for ranges read past (dropPassedLocked, which
+// looks at every range every part keeps): sooner when the window is full
+// or a schedule arrives. A range is passed only scheduleReorder ranges
+// late, so a sweep a few dozen reads later frees it all the same.
+const scheduleSweepEvery = 64
 
 // scheduleHoldFor is how long a part made for a schedule is kept, once
 // arrived, for ranges nobody reads: a loader that stopped (an epoch cut
@@ -402,6 +421,7 @@ const scheduleHoldFor = 30 * time.Second
 // owner has read past without reading them (they will not be read soon),
 // and the ranges of scheduled parts that arrived scheduleHoldFor ago.
 func (s *Scheduler) dropPassedLocked() {
+	s.sched.moved, s.sched.sweep = 0, false
 	var freed []*part
 	var owners []uint64
 	now := time.Now()

@@ -69,9 +69,9 @@ class WholeFiles:
     # os.preadv lets go of the GIL while it waits.
     READERS = 4
     # Bytes per pread, at most: the staging buffer is cut into READERS slots
-    # of up to this. 16 MiB preads ran 1.60x (1.09-1.82x) the 4 MiB ones,
-    # both 4 in flight, in every one of 12 interleaved rounds
-    # (docs/BENCHMARKS.md); the daemon's chunk_size is not the disk's best.
+    # of up to this. 16 MiB preads took 0.8x the client CPU per GB of 4 MiB
+    # ones in both interleaved runs that compared them; their MB/s was
+    # 1.60x in one run and 0.95x in the other (docs/BENCHMARKS.md).
     PREAD_SIZE = 16 << 20
     # How long a shard the daemon said is not held whole is not asked
     # about again: a mount makes no whole files (warm does, before it), so

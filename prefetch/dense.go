@@ -36,14 +36,17 @@ const (
 	// budget, the price of a few sequential windows, and a map-style
 	// epoch over it (one pread per sample, shuffled) reads it all.
 	smallObjectDivisor = 8
-	// denseFraction: once random reads have touched half of a larger
-	// object's blocks, the rest is fetched. Ski rental: the rest is no
-	// larger than what was read, so a reader who stops right after the
-	// switch has cost at most twice what it read, while one who reads on
-	// (a shuffled epoch) waits for one stream of part GETs instead of a
-	// round trip per sample. 300 random reads of a 1 GiB object (1024
-	// blocks of 1 MiB) touch about 260: sparse.
-	denseFraction = 2
+	// denseFraction: once random reads have touched a quarter of a
+	// larger object's blocks, the rest is fetched. Ski rental: the rest
+	// is at most three times what was read, so a reader who stops right
+	// after the switch has cost at most four times what it read, while
+	// one who reads on (a shuffled epoch, fio's one random pass) waits
+	// for one stream of part GETs instead of a round trip per block; at a
+	// half, fio's one pass of 256 KiB reads over a 2 GiB object spent
+	// most of its time in the round trips before the switch. 200 random
+	// reads of a 1 GiB object (1024 blocks of 1 MiB) touch about 180:
+	// sparse.
+	denseFraction = 4
 )
 
 // Classify applies the density rule. Like Policy, it does no I/O and reads

@@ -12,9 +12,10 @@
 # --runtime seconds even if the pass is not done; fio's figure is then
 # the rate over what it read.
 #
-#   scripts/bench_fio.sh [--size SIZE] [--bs LIST] [--jobs LIST] [--rounds N] [--runtime S] [--out DIR]
+#   scripts/bench_fio.sh [--size SIZE] [--bs LIST] [--jobs LIST] [--systems LIST] [--rounds N] [--runtime S] [--out DIR]
 #
-# Defaults: --size 2GiB --bs 4k,256k --jobs 1,4 --rounds 1 --runtime 60.
+# Defaults: --size 2GiB --bs 4k,256k --jobs 1,4 --rounds 1 --runtime 60
+# --systems shardfs,shardfs-ring,s3fs,rclone.
 # Needs root (page-cache drops, mounts), fio, s3fs and rclone
 # (scripts/install-deps.sh). Results: RESULT lines in OUT/results.txt and a
 # table in OUT/table.md (OUT defaults to .work/bench-fio). Wrap the run in
@@ -25,15 +26,17 @@ source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
 cd "$SHARDFS_ROOT"
 
 SIZE=2GiB BS_LIST=4k,256k JOBS_LIST=1,4 ROUNDS=1 RUNTIME=60 OUT=$WORK_DIR/bench-fio
+SYSTEMS_LIST=shardfs,shardfs-ring,s3fs,rclone
 while [ $# -gt 0 ]; do
 	case $1 in
 	--size) SIZE=$2; shift ;;
 	--bs) BS_LIST=$2; shift ;;
 	--jobs) JOBS_LIST=$2; shift ;;
+	--systems) SYSTEMS_LIST=$2; shift ;;
 	--rounds) ROUNDS=$2; shift ;;
 	--runtime) RUNTIME=$2; shift ;;
 	--out) OUT=$2; shift ;;
-	-h | --help) sed -n '2,21p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+	-h | --help) sed -n '2,22p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
 	*) die "unknown argument $1 (see --help)" ;;
 	esac
 	shift
@@ -69,8 +72,6 @@ PASSWD=$OUT/s3fs.passwd
 printf '%s:%s\n' "$AWS_ACCESS_KEY_ID" "$AWS_SECRET_ACCESS_KEY" >"$PASSWD"
 chmod 600 "$PASSWD"
 
-HZ=$(getconf CLK_TCK)
-cpu_seconds() { awk -v hz="$HZ" '{sub(/^.*\) /, ""); printf "%.2f", ($12 + $13) / hz}' "/proc/$1/stat"; }
 # read_sent sets SENT to what MinIO has sent to S3 clients so far. MinIO
 # answers a metrics request from a copy it keeps for about 10 s, so a
 # reading waits until 11 s have passed since the one before.
@@ -132,7 +133,7 @@ measure() { # SYSTEM BS JOBS
 	PY
 }
 
-SYSTEMS=(shardfs shardfs-ring s3fs rclone)
+read -r -a SYSTEMS <<<"${SYSTEMS_LIST//,/ }"
 for round in $(seq "$ROUNDS"); do
 	for bs in ${BS_LIST//,/ }; do
 		for jobs in ${JOBS_LIST//,/ }; do
@@ -152,7 +153,7 @@ for line in open(sys.argv[1]):
     f = dict(kv.split("=", 1) for kv in line.split()[1:])
     rows[(f["bs"], int(f["jobs"]), f["system"])].append(f)
 size = int(sys.argv[2])
-systems = ["shardfs", "shardfs-ring", "s3fs", "rclone"]
+systems = [s for s in ["shardfs", "shardfs-ring", "s3fs", "rclone"] if any(k[2] == s for k in rows)]
 def med(runs, key):
     return statistics.median(float(r[key]) for r in runs)
 print("| bs | jobs | " + " | ".join(f"{s} MiB/s (every round)" for s in systems)
@@ -172,8 +173,8 @@ for bs, jobs in sorted({(k[0], k[1]) for k in rows}, key=lambda k: (len(k[0]), k
         runs = rows[(bs, jobs, s)]
         gb = med(runs, "bytes") / 1e9
         cpu.append(f"{med(runs, 'cpu_s') / gb:.2f}" if gb else "-")
-    best = max(mb["shardfs"], mb["shardfs-ring"])
-    print(f"| {bs} | {jobs} | " + " | ".join(cells) + f" | {ratio(best, mb['s3fs'])} | {ratio(best, mb['rclone'])} | "
+    best = max(mb.get("shardfs", 0), mb.get("shardfs-ring", 0))
+    print(f"| {bs} | {jobs} | " + " | ".join(cells) + f" | {ratio(best, mb.get('s3fs', 0))} | {ratio(best, mb.get('rclone', 0))} | "
           + " | ".join(store) + " | " + " | ".join(cpu) + " |")
 PY
 cat "$OUT/table.md"

@@ -118,7 +118,6 @@ PASSWD=$OUT/s3fs.passwd
 printf '%s:%s\n' "$AWS_ACCESS_KEY_ID" "$AWS_SECRET_ACCESS_KEY" >"$PASSWD"
 chmod 600 "$PASSWD"
 
-drop_caches() { sync; echo 3 >/proc/sys/vm/drop_caches; }
 minus() { awk -v a="$1" -v b="$2" 'BEGIN {printf "%.2f", a - b}'; }
 cpu_s() { # utime + stime of PID, in seconds
 	awk -v hz="$(getconf CLK_TCK)" '{print ($14 + $15) / hz}' "/proc/$1/stat" 2>/dev/null || echo 0

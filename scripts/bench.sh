@@ -90,8 +90,6 @@ if [ $REMOTE -eq 1 ]; then
 fi
 export SHARDFS_ENDPOINT_URL=$ENDPOINT
 
-drop_caches() { sync; echo 3 >/proc/sys/vm/drop_caches; }
-record() { printf '%s\n' "$*" | tee -a "$RESULTS" >&2; }
 
 # --- mounts: each daemon in the foreground, as a child of this script -----
 PASSWD=$OUT/s3fs.passwd
@@ -134,7 +132,7 @@ workload() {
 		daemon=$(since "$d0" "$(cpu_seconds "$DAEMON_PID")")
 		rss=$(peak_rss_kb)
 	fi
-	record "CPU name=$label workload=$wl daemon_cpu_s=$daemon store_cpu_s=$(since "$s0" "$(cpu_seconds "$MINIO_PID")") vmhwm_kb=$rss"
+	bench_record "CPU name=$label workload=$wl daemon_cpu_s=$daemon store_cpu_s=$(since "$s0" "$(cpu_seconds "$MINIO_PID")") vmhwm_kb=$rss"
 }
 
 unmount_fs() { stop_daemon "$MNT"; }
@@ -158,9 +156,9 @@ measure() {
 	mount_fs "$system" "${flags[@]}"
 	drop_caches
 	workload "$label" "$workload" "$SHARDFS" bench files "$MNT" --name "$label" --workload "$workload" --include 'shard-*' "${bench[@]}"
-	record "RSS name=$label workload=$workload vmhwm_kb=$(peak_rss_kb)"
+	bench_record "RSS name=$label workload=$workload vmhwm_kb=$(peak_rss_kb)"
 	if [ "$system" = shardfs ]; then
-		record "STAT name=$label workload=$workload gets=$(stat_value store_gets_total) store_bytes=$(stat_value store_bytes_total) prefetch_waits=$(stat_value prefetch_waits_total) budget_waits=$(stat_value prefetch_budget_waits_total) budget_peak=$(stat_value prefetch_budget_peak_bytes) network_wait_s=$(stat_value read_network_wait_seconds_total)"
+		bench_record "STAT name=$label workload=$workload gets=$(stat_value store_gets_total) store_bytes=$(stat_value store_bytes_total) prefetch_waits=$(stat_value prefetch_waits_total) budget_waits=$(stat_value prefetch_budget_waits_total) budget_peak=$(stat_value prefetch_budget_peak_bytes) network_wait_s=$(stat_value read_network_wait_seconds_total)"
 	fi
 	unmount_fs
 }
@@ -203,15 +201,15 @@ log "== $MODE: shardfs random 4 KiB reads over the $LARGE shard"
 mount_fs shardfs
 drop_caches
 workload shardfs-4k random "$SHARDFS" bench files "$MNT" --name shardfs-4k --workload random --random-size 4KiB --random-reads 200 --include 'large/*'
-record "STAT name=shardfs-4k workload=random reads=200 gets=$(stat_value store_gets_total) store_bytes=$(stat_value store_bytes_total)"
+bench_record "STAT name=shardfs-4k workload=random reads=200 gets=$(stat_value store_gets_total) store_bytes=$(stat_value store_bytes_total)"
 unmount_fs
 
 log "== $MODE: shardfs RSS with 32 readers, --prefetch-memory 256MiB"
 mount_fs shardfs --prefetch-memory 256MiB
 drop_caches
 workload shardfs-32r seq "$SHARDFS" bench files "$MNT" --name shardfs-32r --workload seq --readers 32 --range-size 32MiB
-record "RSS name=shardfs-32r workload=seq vmhwm_kb=$(peak_rss_kb) prefetch_memory_kb=262144"
-record "STAT name=shardfs-32r workload=seq budget_peak=$(stat_value prefetch_budget_peak_bytes) budget_waits=$(stat_value prefetch_budget_waits_total)"
+bench_record "RSS name=shardfs-32r workload=seq vmhwm_kb=$(peak_rss_kb) prefetch_memory_kb=262144"
+bench_record "STAT name=shardfs-32r workload=seq budget_peak=$(stat_value prefetch_budget_peak_bytes) budget_waits=$(stat_value prefetch_budget_waits_total)"
 unmount_fs
 
 log "== $MODE: next-shard prefetch"
@@ -219,14 +217,14 @@ mount_fs shardfs
 drop_caches
 cat "$MNT/shard-000000.tar" >/dev/null
 counters() { echo "gets=$(stat_value store_gets_total) ram_hits=$(stat_value cache_ram_hits_total) found=$(stat_value prefetch_next_found_total)"; }
-record "STAT name=shardfs-next workload=after-shard0 $(counters) next_parts=$(stat_value prefetch_next_parts_total)"
+bench_record "STAT name=shardfs-next workload=after-shard0 $(counters) next_parts=$(stat_value prefetch_next_parts_total)"
 head -c 4096 "$MNT/shard-000001.tar" >/dev/null
-record "STAT name=shardfs-next workload=open-shard1 $(counters)"
+bench_record "STAT name=shardfs-next workload=open-shard1 $(counters)"
 cat "$MNT/shard-000001.tar" >/dev/null
-record "STAT name=shardfs-next workload=read-shard1 $(counters)"
+bench_record "STAT name=shardfs-next workload=read-shard1 $(counters)"
 unmount_fs
 
-record "INFO mode=$MODE seconds=$((SECONDS - started)) load_before=$load_before load_after=$(cut -d" " -f1-3 /proc/loadavg | tr " " /) shards=$SHARDS shard_size=$SHARD_SIZE large=$LARGE latency_ms=$([ $REMOTE -eq 1 ] && echo $LATENCY_MS || echo 0) rate_kbps=$([ $REMOTE -eq 1 ] && echo $RATE_KBPS || echo 0)"
+bench_record "INFO mode=$MODE seconds=$((SECONDS - started)) load_before=$load_before load_after=$(cut -d" " -f1-3 /proc/loadavg | tr " " /) shards=$SHARDS shard_size=$SHARD_SIZE large=$LARGE latency_ms=$([ $REMOTE -eq 1 ] && echo $LATENCY_MS || echo 0) rate_kbps=$([ $REMOTE -eq 1 ] && echo $RATE_KBPS || echo 0)"
 "$SYS_PYTHON" - "$RESULTS" <<'PY' | tee "$OUT/table.md"
 import sys
 

@@ -75,8 +75,7 @@ measure() { # BIN LABEL WORKLOAD
 		kill -0 "$PID" 2>/dev/null || die "$1 exited during mount (see $OUT/daemon.log)"
 		sleep 0.1
 	done
-	sync
-	echo 3 >/proc/sys/vm/drop_caches
+	drop_caches
 	local result
 	result=$("$1" bench files "$MNT" --name "$2" --workload "$3" --include 'shard-*')
 	printf '%s store_bytes=%s gets=%s cpu_s=%s load=%s\n' "$result" "$(stat_value "$1" store_bytes_total)" \

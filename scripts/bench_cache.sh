@@ -44,7 +44,6 @@ trap 'exit 130' INT TERM
 
 [ "$(id -u)" -eq 0 ] || die "run as root: the benchmark drops the page cache"
 
-drop_caches() { sync && echo 3 >/proc/sys/vm/drop_caches; }
 
 # now_ns prints a monotonic-enough wall clock in nanoseconds.
 now_ns() { date +%s%N; }

@@ -50,25 +50,13 @@ eval "$("$SHARDFS_ROOT/scripts/minio.sh" start)"
 MINIO_PID=$(source "$SHARDFS_MINIO_STATE" && echo "$MINIO_PID")
 "$SHARDFS_ROOT/scripts/upload.sh" "$DATA" "s3://$BUCKET" 2>&1 | tail -1 >&2
 
-drop_caches() { sync; echo 3 >/proc/sys/vm/drop_caches; }
-record() { printf '%s\n' "$*" | tee -a "$RESULTS" >&2; }
-
-# row LABEL RESULT_LINE DAEMON_CPU RSS_KB STORE_CPU: one ROW line.
-row() {
-	local label=$1 line=$2 daemon=$3 rss=$4 store=$5
-	local bytes mbps reader
-	bytes=$(sed -n 's/.* bytes=\([0-9]*\).*/\1/p' <<<"$line")
-	mbps=$(sed -n 's/.* mbps=\([0-9.]*\).*/\1/p' <<<"$line")
-	reader=$(sed -n 's/.* reader_cpu_s=\([0-9.]*\).*/\1/p' <<<"$line")
-	record "ROW name=$label bytes=$bytes mbps=$mbps daemon_cpu_s=$daemon store_cpu_s=$store reader_cpu_s=$reader vmhwm_kb=$rss"
-}
 
 run_direct() {
 	drop_caches
 	local s0 line
 	s0=$(cpu_seconds "$MINIO_PID")
 	line=$("$SHARDFS" bench direct "s3://$BUCKET" --name direct-c16 --workload seq --concurrency 16 --include 'shard-*' | tee -a "$RESULTS")
-	row direct-c16 "$line" 0 0 "$(awk -v a="$s0" -v b="$(cpu_seconds "$MINIO_PID")" 'BEGIN{printf "%.3f", b-a}')"
+	bench_row direct-c16 "$line" 0 0 "$(awk -v a="$s0" -v b="$(cpu_seconds "$MINIO_PID")" 'BEGIN{printf "%.3f", b-a}')"
 }
 
 # run_shardfs BIN LABEL PROFILE FLAGS... -- MORE_FLAGS...
@@ -94,7 +82,7 @@ run_shardfs() {
 	fusermount3 -u "$MNT" 2>/dev/null || fusermount3 -uz "$MNT"
 	wait "$DAEMON_PID" 2>/dev/null || true
 	DAEMON_PID=
-	row "$label" "$line" "$daemon" "$rss" "$store"
+	bench_row "$label" "$line" "$daemon" "$rss" "$store"
 }
 
 load_before=$(cut -d" " -f1-3 /proc/loadavg | tr " " /)
@@ -107,7 +95,7 @@ for round in $(seq "$ROUNDS"); do
 	[ -z "$COMPARE$COMPARE_FLAGS" ] || run_shardfs "${COMPARE:-$SHARDFS}" shardfs-ring-compare 0 --cache-dir "$CACHE" --cache-size 4GiB -- "${CMP_FLAGS[@]}"
 	run_shardfs "$SHARDFS" shardfs-noring 0 -- "${EXTRA_FLAGS[@]}"
 done
-record "INFO rounds=$ROUNDS shards=$SHARDS shard_size=$SHARD_SIZE readers=$READERS load_before=$load_before load_after=$(cut -d" " -f1-3 /proc/loadavg | tr " " /) flags=$(IFS=,; echo "${EXTRA_FLAGS[*]:-none}") compare=${COMPARE:-same}:$(IFS=,; echo "${CMP_FLAGS[*]:-none}")"
+bench_record "INFO rounds=$ROUNDS shards=$SHARDS shard_size=$SHARD_SIZE readers=$READERS load_before=$load_before load_after=$(cut -d" " -f1-3 /proc/loadavg | tr " " /) flags=$(IFS=,; echo "${EXTRA_FLAGS[*]:-none}") compare=${COMPARE:-same}:$(IFS=,; echo "${CMP_FLAGS[*]:-none}")"
 {
 	printf '%s interleaved rounds, %s x %s shards, %s readers of 1 MiB read()s; load average before/after %s / %s; extra flags: %s; compare row: %s\n\n' \
 		"$ROUNDS" "$SHARDS" "$SHARD_SIZE" "$READERS" "$load_before" "$(cut -d" " -f1-3 /proc/loadavg | tr " " /)" \

@@ -110,8 +110,7 @@ measure() { # SYSTEM BS JOBS
 	local system=$1 bs=$2 jobs=$3 slice before after json
 	slice=$((BYTES / jobs))
 	mount_system "$system"
-	sync
-	echo 3 >/proc/sys/vm/drop_caches
+	drop_caches
 	read_sent
 	before=$SENT
 	json=$OUT/fio-$system-$bs-$jobs.json

@@ -52,7 +52,6 @@ cleanup() {
 trap cleanup EXIT
 trap 'exit 130' INT TERM
 
-drop_caches() { sync && as_root sh -c 'echo 3 > /proc/sys/vm/drop_caches'; }
 
 # loader DIR prints the samples/s of one epoch over DIR (and checks the count).
 loader() {

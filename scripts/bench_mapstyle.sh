@@ -63,7 +63,6 @@ cleanup() {
 trap cleanup EXIT
 trap 'exit 130' INT TERM
 
-drop_caches() { sync && as_root sh -c 'echo 3 > /proc/sys/vm/drop_caches'; }
 
 cpu_of() { # PID -> CPU seconds so far
 	"$SYS_PYTHON" -c 'import os, sys; st = open(f"/proc/{sys.argv[1]}/stat").read().rsplit(")", 1)[1].split(); print((int(st[11]) + int(st[12])) / os.sysconf("SC_CLK_TCK"))' "$1"

@@ -49,24 +49,12 @@ CACHE_FLAGS=(--cache-dir "$CACHE" --cache-size "$(( data_bytes * 3 ))")
 rm -rf "$CACHE"
 "$SHARDFS" warm "s3://$BUCKET" "${CACHE_FLAGS[@]}" --include 'shard-*' 2>&1 | tail -1 | tee -a "$RESULTS" >&2
 
-drop_caches() { sync; echo 3 >/proc/sys/vm/drop_caches; }
-record() { printf '%s\n' "$*" | tee -a "$RESULTS" >&2; }
-
-# row LABEL RESULT_LINE DAEMON_CPU RSS_KB: one ROW line.
-row() {
-	local label=$1 line=$2 daemon=$3 rss=$4
-	local bytes mbps reader
-	bytes=$(sed -n 's/.* bytes=\([0-9]*\).*/\1/p' <<<"$line")
-	mbps=$(sed -n 's/.* mbps=\([0-9.]*\).*/\1/p' <<<"$line")
-	reader=$(sed -n 's/.* reader_cpu_s=\([0-9.]*\).*/\1/p' <<<"$line")
-	record "ROW name=$label bytes=$bytes mbps=$mbps daemon_cpu_s=$daemon reader_cpu_s=$reader vmhwm_kb=$rss"
-}
 
 run_local() {
 	drop_caches
 	local line
 	line=$("$SHARDFS" bench files "$CACHE/shards" --name local-files --workload seq --readers "$READERS" --include '[0-9a-f]*' | tee -a "$RESULTS")
-	row local-files "$line" 0 0
+	bench_row local-files "$line" 0 0
 }
 
 # run_mount LABEL FLAGS...: a fresh mount of the warmed cache, read whole.
@@ -86,8 +74,8 @@ run_mount() {
 	fusermount3 -u "$MNT" 2>/dev/null || fusermount3 -uz "$MNT"
 	wait "$DAEMON_PID" 2>/dev/null || true
 	DAEMON_PID=
-	record "OPENS name=$label passthrough_opens=$passed"
-	row "$label" "$line" "$daemon" "$rss"
+	bench_record "OPENS name=$label passthrough_opens=$passed"
+	bench_row "$label" "$line" "$daemon" "$rss"
 }
 
 load_before=$(cut -d" " -f1-3 /proc/loadavg | tr " " /)
@@ -97,7 +85,7 @@ for round in $(seq "$ROUNDS"); do
 	run_local
 	run_mount shardfs-ring --passthrough off
 done
-record "INFO rounds=$ROUNDS shards=$SHARDS shard_size=$SHARD_SIZE readers=$READERS load_before=$load_before load_after=$(cut -d" " -f1-3 /proc/loadavg | tr " " /)"
+bench_record "INFO rounds=$ROUNDS shards=$SHARDS shard_size=$SHARD_SIZE readers=$READERS load_before=$load_before load_after=$(cut -d" " -f1-3 /proc/loadavg | tr " " /)"
 {
 	printf '%s interleaved rounds, %s x %s shards, %s readers of 1 MiB read()s, page cache dropped before each; load average before/after %s / %s\n\n' \
 		"$ROUNDS" "$SHARDS" "$SHARD_SIZE" "$READERS" "$load_before" "$(cut -d" " -f1-3 /proc/loadavg | tr " " /)"

@@ -35,6 +35,25 @@ as_root() {
 	fi
 }
 
+# drop_caches writes dirty pages out and drops the page cache, so that the
+# next read of a file comes from where it lives, not from memory.
+drop_caches() { sync && as_root sh -c 'echo 3 > /proc/sys/vm/drop_caches'; }
+
+# bench_record LINE: appends LINE to $RESULTS and shows it on stderr.
+bench_record() { printf '%s\n' "$*" | tee -a "$RESULTS" >&2; }
+
+# bench_row LABEL RESULT_LINE DAEMON_CPU RSS_KB [STORE_CPU]: one ROW line of
+# a `shardfs bench` RESULT line's bytes, MB/s and reader CPU, the daemon's CPU
+# seconds and peak RSS and, when given, the store's CPU seconds.
+bench_row() {
+	local label=$1 line=$2 daemon=$3 rss=$4 store=${5:+ store_cpu_s=$5}
+	local bytes mbps reader
+	bytes=$(sed -n 's/.* bytes=\([0-9]*\).*/\1/p' <<<"$line")
+	mbps=$(sed -n 's/.* mbps=\([0-9.]*\).*/\1/p' <<<"$line")
+	reader=$(sed -n 's/.* reader_cpu_s=\([0-9.]*\).*/\1/p' <<<"$line")
+	bench_record "ROW name=$label bytes=$bytes mbps=$mbps daemon_cpu_s=$daemon$store reader_cpu_s=$reader vmhwm_kb=$rss"
+}
+
 # free_port prints a TCP port on 127.0.0.1 that nothing listens on now.
 free_port() {
 	"$SYS_PYTHON" -c 'import socket

@@ -26,17 +26,8 @@ func (c *Cache) ReadChunks(obj store.Object, p []byte, off int64) (Tier, bool) {
 		c.stats.ramBytesServed.Add(uint64(len(p)))
 		return InRAM, true
 	}
-	r := c.liveRing()
-	if r == nil {
-		return NotCached, false
-	}
-	ref, ok := r.pin(k)
-	if ok && ref.length != want {
-		r.unpin(ref.n)
-		ok = false
-	}
+	r, ref, ok := c.pinRing(k, want)
 	if !ok {
-		c.stats.ringMisses.Add(1)
 		return NotCached, false
 	}
 	bufp := c.blockBuffer()

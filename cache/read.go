@@ -188,17 +188,8 @@ func (c *Cache) readRing(k blockKey, want int64, buf []byte) bool {
 // time). A mismatch there proves nothing about the ring: the block is
 // kept, and the caller reads it again into memory of its own.
 func (c *Cache) readRingInto(k blockKey, want int64, buf []byte, owned bool) bool {
-	r := c.liveRing()
-	if r == nil {
-		return false
-	}
-	ref, ok := r.pin(k)
-	if ok && ref.length != want {
-		r.unpin(ref.n)
-		ok = false
-	}
+	r, ref, ok := c.pinRing(k, want)
 	if !ok {
-		c.stats.ringMisses.Add(1)
 		return false
 	}
 	err := func() error {
@@ -215,6 +206,26 @@ func (c *Cache) readRingInto(k blockKey, want int64, buf []byte, owned bool) boo
 	}
 	c.stats.ringHits.Add(1)
 	return true
+}
+
+// pinRing pins the ring slot holding block k, want bytes long; a block
+// that is not there (or not that long) counts as a ring miss. The caller
+// unpins ref.n.
+func (c *Cache) pinRing(k blockKey, want int64) (*ring, slotRef, bool) {
+	r := c.liveRing()
+	if r == nil {
+		return nil, slotRef{}, false
+	}
+	ref, ok := r.pin(k)
+	if ok && ref.length != want {
+		r.unpin(ref.n)
+		ok = false
+	}
+	if !ok {
+		c.stats.ringMisses.Add(1)
+		return nil, slotRef{}, false
+	}
+	return r, ref, true
 }
 
 // readBlock fills dst with block k's bytes from offset from, trying RAM

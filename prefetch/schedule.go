@@ -18,7 +18,8 @@ import (
 //   - Fetching. pumpScheduleLocked makes the parts of queued ranges in
 //     order while parts made for the schedule take at most half the
 //     budget and no read waits for budget: a window ahead of the reader,
-//     as wide as that half. Blocks a cache tier holds are read from there
+//     as wide as that half. Blocks the RAM tier holds get no part: reads
+//     find them there. Blocks only the ring holds are read from there
 //     into the part (partSource), so that the part holds every byte of
 //     its ranges until they are read.
 //   - Freeing. A part keeps the scheduled ranges it covers (part.sched)
@@ -312,17 +313,23 @@ func (s *Scheduler) placeLocked(e *schedEntry, afford func(int64) bool) bool {
 			e.next = p.end
 			continue
 		}
-		// Blocks a cache tier holds are read from it into the part, like
-		// blocks fetched: the part keeps them until the range is read,
-		// where the RAM tier might have dropped them by then.
+		// Blocks the RAM tier holds are left there: the read finds them
+		// (source.go step 1), and a part would copy each again, for every
+		// range of the block scheduled after the last part over it went.
+		// Blocks only the ring holds are read from it into the part, like
+		// blocks fetched, and kept until the range is read; only the
+		// range's own blocks, never the rest of the part.
 		limit := end
 		if s.widensLocked(o) {
 			limit = e.obj.Size // gapLocked stops at the part's end
 		}
-		gap, cached := s.partSource(o.obj, s.gapLocked(o, e.next, limit), false)
+		gap, cached := s.partSource(o.obj, s.gapLocked(o, e.next, limit), true)
 		if gap.Empty() {
 			e.next = gap.End + bs
 			continue
+		}
+		if cached {
+			gap.End = min(gap.End, end)
 		}
 		if !afford(s.chargeOf(gap)) {
 			return false

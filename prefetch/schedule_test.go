@@ -5,6 +5,7 @@ import (
 	"math/rand/v2"
 	"testing"
 
+	"github.com/shardfs/shardfs/cache"
 	"github.com/shardfs/shardfs/store"
 )
 
@@ -330,6 +331,55 @@ func TestScheduleOfASmallShardFetchesWholeParts(t *testing.T) {
 			settledStats(t, s)
 			if g, n := f.gets.Load(), f.askedBytes.Load(); g != tc.gets || n != tc.bytes {
 				t.Errorf("%d GETs of %d bytes, want %d of %d", g, n, tc.gets, tc.bytes)
+			}
+		})
+	}
+}
+
+// A schedule over blocks the cache holds: those in the RAM tier get no
+// part (the reads find them there; a part would copy each block again for
+// every range of it scheduled after the last part went), those only in the
+// ring are read into parts, the ranges' own blocks and not the rest of
+// their parts. Every read gets the right bytes, and the store is never
+// asked.
+func TestScheduleOverCachedBlocksCopiesOnlyWhatTheRAMTierLacks(t *testing.T) {
+	cfg := DefaultConfig() // 8 MiB parts, 1 GiB budget: a 20 MiB shard is small and widens
+	obj := fakeObject("small.tar", 20*mib)
+	ranges := []Scheduled{{Obj: obj, Off: 3*mib + 5, Len: 100 * kib}, {Obj: obj, Off: 5 * mib, Len: 100 * kib}, {Obj: obj, Off: 12 * mib, Len: mib + 1}}
+	for _, tc := range []struct {
+		name       string
+		placement  cache.Placement
+		parts      int64
+		cacheBytes int64
+	}{
+		{"in the RAM tier", cache.ForRandomRead, 0, 0},
+		{"in the ring only", cache.ForReadAhead, 3, 4 * mib}, // blocks 3, 5, 12-13
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			f := &fakeFetcher{}
+			c := newRingCache(t, cfg.BlockSize, 64*mib)
+			c.Put(obj, 0, wantBytes(obj, 0, int(obj.Size)), tc.placement)
+			s := newTestScheduler(t, cfg, f, c)
+			s.Schedule(1, ranges)
+			st := settledStats(t, s)
+			if st.ScheduleParts != tc.parts || st.CacheBytes != tc.cacheBytes {
+				t.Errorf("%d parts made for the schedule, %d bytes copied from the cache into them; want %d and %d",
+					st.ScheduleParts, st.CacheBytes, tc.parts, tc.cacheBytes)
+			}
+			for _, r := range ranges {
+				rd := s.OpenReader(obj, false)
+				buf := make([]byte, r.Len)
+				n, _, err := rd.ReadAt(testContext(t), buf, r.Off)
+				rd.Close()
+				if err != nil || !bytes.Equal(buf[:n], wantBytes(obj, r.Off, len(buf))) {
+					t.Fatalf("read at %d: n=%d err=%v, or wrong bytes", r.Off, n, err)
+				}
+			}
+			if g := f.gets.Load(); g != 0 {
+				t.Errorf("%d GETs for blocks the cache held", g)
+			}
+			if st := settledStats(t, s); st.ScheduleInUseBytes != 0 || st.ScheduleQueued != 0 {
+				t.Errorf("after the reads: %d bytes held, %d ranges queued or kept", st.ScheduleInUseBytes, st.ScheduleQueued)
 			}
 		})
 	}

@@ -23,7 +23,10 @@
 #   flock /tmp/shardfs-bench.lock bash scripts/bench_mapstyle.sh
 # Knobs: BENCH_SHARDS (16) BENCH_SAMPLES (384 per shard) BENCH_SAMPLE_SIZE (96K)
 #        BENCH_WORKERS (4) BENCH_ROUNDS (3) BENCH_DIR BENCH_SETTINGS (all)
-#        BENCH_CACHE_SIZE (2GiB) LATENCY_MS (20) RATE_KBPS (50000)
+#        BENCH_CACHE_SIZE (2GiB) BENCH_PREFETCH_MEMORY (the mount's default)
+#        LATENCY_MS (20) RATE_KBPS (50000)
+#        BENCH_PROFILE_DIR (unset: none; else a daemon CPU profile per epoch there,
+#        SETTING-ROUND.pprof)
 set -euo pipefail
 # shellcheck source=scripts/lib.sh
 source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
@@ -94,10 +97,12 @@ print(int(v("shardfs_store_bytes_total")), int(io["read_bytes"]), int(v("shardfs
 PY
 }
 
-mount_at() { # ENDPOINT CACHE_DIR
+mount_at() { # ENDPOINT CACHE_DIR PROFILE
 	mkdir -p "$MNT"
-	"$BIN" mount "s3://$BUCKET/$PREFIX" "$MNT" --endpoint-url "$1" --cache-dir "$2" \
-		--cache-size "$CACHE_SIZE" --log-file "$BENCH/mount.log"
+	local extra=()
+	[ -z "${BENCH_PREFETCH_MEMORY:-}" ] || extra=(--prefetch-memory "$BENCH_PREFETCH_MEMORY")
+	SHARDFS_CPUPROFILE=$3 "$BIN" mount "s3://$BUCKET/$PREFIX" "$MNT" --endpoint-url "$1" --cache-dir "$2" \
+		--cache-size "$CACHE_SIZE" --log-file "$BENCH/mount.log" "${extra[@]}"
 	is_mounted "$MNT" || die "shardfs mount returned but $MNT is not mounted"
 	MOUNTED=1
 }
@@ -133,7 +138,9 @@ for round in $(seq "$ROUNDS"); do
 		[ "$where" != px ] || endpoint=$TOXI_URL
 		[ "$where" != warm ] || cache=$BENCH/warm
 		[ "$where" = warm ] || rm -rf "$cache"
-		mount_at "$endpoint" "$cache"
+		profile=
+		[ -z "${BENCH_PROFILE_DIR:-}" ] || { mkdir -p "$BENCH_PROFILE_DIR" && profile=$BENCH_PROFILE_DIR/$setting-$round.pprof; }
+		mount_at "$endpoint" "$cache" "$profile"
 		drop_caches
 		minio0=$(cpu_of "$MINIO_PID") toxi0=$(cpu_of "$TOXI_PID")
 		read -r sps loader < <(epoch "$MNT" "$dataset" "${args[@]}")

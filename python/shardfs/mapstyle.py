@@ -108,6 +108,7 @@ class TarIndexDataset(Dataset):
         self._fds = {}
         self._pid = None
         self._mount = _UNKNOWN
+        self._mount_paths = None  # each shard's path inside the mount, once it is found
 
     def __len__(self):
         return len(self.samples)
@@ -149,13 +150,19 @@ class TarIndexDataset(Dataset):
         reads faster)."""
         if self._mount is _UNKNOWN:
             self._mount = find_mount(self.root)
+            # Each shard's path inside the mount, once: the sampler writes a line per member of
+            # every sample, from the DataLoader's main process, which also hands out the batches.
+            if self._mount is not None:
+                self._mount_paths = [os.path.relpath(os.path.abspath(p), self._mount.root) for p in self.shards]
         if self._mount is None:
             return 0
         lines = []
         for i in indices:
-            for path, offset, size in self.sample_ranges(i):
+            shard, _, members = self.samples[i]
+            path = self._mount_paths[shard]
+            for offset, size in members.values():  # as sample_ranges(i), in the order dataset[i] reads them
                 if size > 0:
-                    lines.append("%s %d %d\n" % (os.path.relpath(os.path.abspath(path), self._mount.root), offset, size))
+                    lines.append("%s %d %d\n" % (path, offset, size))
         try:
             with open(self._mount.hints, "w") as f:
                 f.write("".join(lines))

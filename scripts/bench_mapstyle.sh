@@ -19,7 +19,8 @@
 # kernel reads whole-shard files itself and the daemon delivers nothing),
 # bytes delivered (shardfs_read_bytes_total), and CPU seconds of the daemon, of the loader
 # (the Python process and its workers: /usr/bin/time) and of MinIO and
-# Toxiproxy (/proc/PID/stat before and after).
+# Toxiproxy (/proc/PID/stat before and after). Every counter of each epoch's
+# mount is kept as BENCH_DIR/stats-SETTING-ROUND.json.
 #   flock /tmp/shardfs-bench.lock bash scripts/bench_mapstyle.sh
 # Knobs: BENCH_SHARDS (16) BENCH_SAMPLES (384 per shard) BENCH_SAMPLE_SIZE (96K)
 #        BENCH_WORKERS (4) BENCH_ROUNDS (3) BENCH_DIR BENCH_SETTINGS (all)
@@ -148,6 +149,7 @@ for round in $(seq "$ROUNDS"); do
 		minio=$("$SYS_PYTHON" -c "print(round($(cpu_of "$MINIO_PID") - $minio0, 2))")
 		toxi=$("$SYS_PYTHON" -c "print(round($(cpu_of "$TOXI_PID") - $toxi0, 2))")
 		f=$(figures "$MNT")
+		cp "$MNT/.shardfs/stats" "$BENCH/stats-$setting-$round.json" # every counter, for a closer look
 		"$BIN" unmount "$MNT"
 		MOUNTED=
 		log "round $round $setting: $sps samples/s; store, disk read, delivered bytes, daemon cpu s: $f; loader $loader s, minio $minio s, toxiproxy $toxi s"

@@ -89,6 +89,11 @@ type part struct {
 	scheduled bool
 	schedMade uint64
 	sched     []schedRef
+	// toCache: made for a schedule over an object small next to the
+	// budget (widensLocked). Like a dense part it is kept until its bytes
+	// are in the cache and then let go, keeping no scheduled range: the
+	// cache holds the whole object for the reads to come.
+	toCache   bool
 	settledAt time.Time // when a scheduled part's GET ended (scheduleHoldFor)
 	spec      specKind
 	// head, when not 0, is the size of a first GET for the read that made
@@ -123,7 +128,7 @@ func (p *part) String() string {
 
 // wanted reports whether an open stream, a read or a prefetch still wants p.
 func (p *part) wanted() bool {
-	if p.pins > 0 || p.spec != specNone || p.denseInFlight() || len(p.sched) > 0 {
+	if p.pins > 0 || p.spec != specNone || p.cacheInFlight() || len(p.sched) > 0 {
 		return true
 	}
 	for st := range p.holders {
@@ -136,12 +141,12 @@ func (p *part) wanted() bool {
 
 // unused reports whether nothing keeps p: no stream, no read, no prefetch.
 func (p *part) unused() bool {
-	return len(p.holders) == 0 && p.pins == 0 && p.spec == specNone && !p.denseInFlight() && len(p.sched) == 0
+	return len(p.holders) == 0 && p.pins == 0 && p.spec == specNone && !p.cacheInFlight() && len(p.sched) == 0
 }
 
-// denseInFlight reports whether p is a background part whose bytes have
-// yet to reach the cache.
-func (p *part) denseInFlight() bool { return p.dense && !p.settled() }
+// cacheInFlight reports whether p is a background part (dense, or made
+// for a schedule toCache) whose bytes have yet to reach the cache.
+func (p *part) cacheInFlight() bool { return (p.dense || p.toCache) && !p.settled() }
 
 func (s *Scheduler) objectLocked(obj store.Object) *object {
 	id := objectID{obj.Key, obj.ETag}

@@ -26,7 +26,10 @@ import (
 //     until a read (served from the part or from the cache) overlaps each
 //     of them; then nothing keeps it for the schedule. Its bytes went to
 //     the RAM tier and ring as they arrived (placementOf), where a
-//     sample's neighbours in the same block are found later.
+//     sample's neighbours in the same block are found later. A part over
+//     an object small next to the budget (widensLocked) keeps no range:
+//     it goes once its bytes are in the cache (toCache), like the density
+//     rule's.
 //   - Bounds. At most MaxScheduledRanges ranges are queued or kept by
 //     parts, across maxScheduleOwners owners; past that ranges are refused
 //     and counted. Ranges the reader has gone past (an owner's range
@@ -307,9 +310,22 @@ func (s *Scheduler) placeLocked(e *schedEntry, afford func(int64) bool) bool {
 	defer s.tidyLocked(o)
 	bs := s.cfg.BlockSize
 	end := min(e.span.End, e.obj.Size)
+	whole := s.widensLocked(o)
+	if whole {
+		// The whole PartSize part the entry lies in (coalesce keeps it in
+		// one): a GET from the part's start, not from the range's block
+		// with the blocks before it left to a GET of their own.
+		ps := s.cfg.PartSize
+		if e.next == e.span.Start {
+			e.next = e.span.Start / ps * ps
+		}
+		end = min(ceilTo(e.span.End, ps), e.obj.Size)
+	}
 	for e.next < end {
 		if p := s.partAt(o, e.next); p != nil {
-			s.keepForScheduleLocked(p, e.refs)
+			if !whole {
+				s.keepForScheduleLocked(p, e.refs)
+			}
 			e.next = p.end
 			continue
 		}
@@ -317,31 +333,33 @@ func (s *Scheduler) placeLocked(e *schedEntry, afford func(int64) bool) bool {
 		// (source.go step 1), and a part would copy each again, for every
 		// range of the block scheduled after the last part over it went.
 		// Blocks only the ring holds are read from it into the part, like
-		// blocks fetched, and kept until the range is read; only the
-		// range's own blocks, never the rest of the part.
-		limit := end
-		if s.widensLocked(o) {
-			limit = e.obj.Size // gapLocked stops at the part's end
-		}
-		gap, cached := s.partSource(o.obj, s.gapLocked(o, e.next, limit), true)
+		// blocks fetched: the range's own blocks, kept until it is read,
+		// or, for a small object, its whole part, into the RAM tier.
+		gap, cached := s.partSource(o.obj, s.gapLocked(o, e.next, end), true)
 		if gap.Empty() {
 			e.next = gap.End + bs
 			continue
 		}
-		if cached {
-			gap.End = min(gap.End, end)
+		if cached && whole && s.cache.RAMFree() < gap.Len() {
+			// A part let go once read from the ring would leave nothing
+			// behind: the RAM tier has no room for it. Reads find these
+			// blocks in the ring.
+			e.next = gap.End
+			continue
 		}
 		if !afford(s.chargeOf(gap)) {
 			return false
 		}
 		p := s.registerPartLocked(o, gap, Range{}, cached)
-		p.scheduled = true
+		p.scheduled, p.toCache = true, whole
 		sc := &s.sched
 		sc.made++
 		p.schedMade = sc.made
 		sc.inUse += p.size
 		s.stats.ScheduleParts++
-		s.keepForScheduleLocked(p, e.refs)
+		if !whole {
+			s.keepForScheduleLocked(p, e.refs)
+		}
 		s.enqueueLocked(p)
 		e.next = gap.End
 	}
@@ -355,6 +373,13 @@ func (s *Scheduler) placeLocked(e *schedEntry, afford func(int64) bool) bool {
 // one GET now rather than one a sample later. The bytes past the range go
 // to the cache (placementOf), where the ranges after it find them; with
 // no cache they would be dropped, and the part stops after the range.
+//
+// Such a part keeps no scheduled range (toCache): it goes once its bytes
+// are in the cache, as the density rule's parts do. Kept until every
+// range over it was read, a part of a shuffled epoch stayed for most of
+// the epoch (its 8 MiB hold samples from every window), the window filled
+// with such parts, and the schedule stopped fetching while reads of the
+// parts it had not made went to the store one block at a time.
 func (s *Scheduler) widensLocked(o *object) bool {
 	return s.cache != nil && o.obj.Size <= s.cfg.Memory/smallObjectDivisor
 }

@@ -2,6 +2,7 @@ package prefetch
 
 import (
 	"bytes"
+	"fmt"
 	"math/rand/v2"
 	"testing"
 
@@ -308,9 +309,9 @@ func TestScheduledRangeReadInPiecesIsFetchedOnce(t *testing.T) {
 	}
 }
 
-// A schedule over a shard small next to the budget fetches the rest of
-// each part it touches with the first range there, into the cache; with
-// no cache to keep it, only the range's blocks.
+// A schedule over a shard small next to the budget fetches the whole part
+// each range lies in with the first range there, into the cache; with no
+// cache to keep it, only the range's blocks.
 func TestScheduleOfASmallShardFetchesWholeParts(t *testing.T) {
 	cfg := DefaultConfig() // 8 MiB parts, 1 GiB budget: a 20 MiB shard is small
 	obj := fakeObject("small.tar", 20*mib)
@@ -319,7 +320,7 @@ func TestScheduleOfASmallShardFetchesWholeParts(t *testing.T) {
 		name        string
 		cache       bool
 		gets, bytes int64
-	}{{"with a cache", true, 1, 5 * mib}, {"without", false, 2, 2 * mib}} {
+	}{{"with a cache", true, 1, 8 * mib}, {"without", false, 2, 2 * mib}} {
 		t.Run(tc.name, func(t *testing.T) {
 			f := &fakeFetcher{}
 			var sink Sink
@@ -339,23 +340,28 @@ func TestScheduleOfASmallShardFetchesWholeParts(t *testing.T) {
 // A schedule over blocks the cache holds: those in the RAM tier get no
 // part (the reads find them there; a part would copy each block again for
 // every range of it scheduled after the last part went), those only in the
-// ring are read into parts, the ranges' own blocks and not the rest of
-// their parts. Every read gets the right bytes, and the store is never
-// asked.
+// ring are read into parts: the ranges' own blocks, or for a shard small
+// next to the budget the whole part each range lies in (into the RAM tier,
+// as the density rule reads a ring-held object). Every read gets the
+// right bytes, and the store is never asked.
 func TestScheduleOverCachedBlocksCopiesOnlyWhatTheRAMTierLacks(t *testing.T) {
-	cfg := DefaultConfig() // 8 MiB parts, 1 GiB budget: a 20 MiB shard is small and widens
-	obj := fakeObject("small.tar", 20*mib)
+	obj := fakeObject("shard.tar", 20*mib)
 	ranges := []Scheduled{{Obj: obj, Off: 3*mib + 5, Len: 100 * kib}, {Obj: obj, Off: 5 * mib, Len: 100 * kib}, {Obj: obj, Off: 12 * mib, Len: mib + 1}}
 	for _, tc := range []struct {
 		name       string
+		budget     int64 // 1 GiB: the shard is small next to it; 64 MiB: it is not
 		placement  cache.Placement
 		parts      int64
 		cacheBytes int64
 	}{
-		{"in the RAM tier", cache.ForRandomRead, 0, 0},
-		{"in the ring only", cache.ForReadAhead, 3, 4 * mib}, // blocks 3, 5, 12-13
+		{"in the RAM tier", 64 * mib, cache.ForRandomRead, 0, 0},
+		{"in the RAM tier, small shard", DefaultMemory, cache.ForRandomRead, 0, 0},
+		{"in the ring only", 64 * mib, cache.ForReadAhead, 3, 4 * mib},                    // blocks 3, 5, 12-13
+		{"in the ring only, small shard", DefaultMemory, cache.ForReadAhead, 2, 16 * mib}, // parts [0, 8) and [8, 16) MiB
 	} {
 		t.Run(tc.name, func(t *testing.T) {
+			cfg := DefaultConfig()
+			cfg.Memory = tc.budget
 			f := &fakeFetcher{}
 			c := newRingCache(t, cfg.BlockSize, 64*mib)
 			c.Put(obj, 0, wantBytes(obj, 0, int(obj.Size)), tc.placement)
@@ -382,5 +388,41 @@ func TestScheduleOverCachedBlocksCopiesOnlyWhatTheRAMTierLacks(t *testing.T) {
 				t.Errorf("after the reads: %d bytes held, %d ranges queued or kept", st.ScheduleInUseBytes, st.ScheduleQueued)
 			}
 		})
+	}
+}
+
+// A schedule over shards small next to the budget fetches them into the
+// cache and lets each part go as it arrives, as the density rule does: the
+// window is the GETs in flight, not parts kept until every sample in them
+// is read (held, the parts of a shuffled epoch filled the window for most
+// of the epoch and the schedule stopped fetching). Here eight whole shards
+// come in, twice the schedule's half of the budget, before any read.
+func TestScheduleOfSmallShardsLetsPartsGoOnceCached(t *testing.T) {
+	cfg := DefaultConfig()
+	cfg.Memory = 64 * mib // the schedule's half: four 8 MiB parts; a shard of 8 MiB is small
+	c := newRingCache(t, cfg.BlockSize, 128*mib)
+	f := &fakeFetcher{}
+	s := newTestScheduler(t, cfg, f, c)
+	var ranges []Scheduled
+	for i := range 8 {
+		ranges = append(ranges, Scheduled{Obj: fakeObject(fmt.Sprintf("s%d.tar", i), 8*mib), Off: 5, Len: 100 * kib})
+	}
+	s.Schedule(1, ranges)
+	waitFor(t, func() bool { return f.askedBytes.Load() == 64*mib && s.Stats().InUseBytes == 0 })
+	if st := settledStats(t, s); st.ScheduleInUseBytes != 0 || st.ScheduleQueued != 0 || st.ScheduleParts != 8 {
+		t.Errorf("after the shards arrived: %d bytes held for the schedule, %d ranges queued or kept, %d parts; want 0, 0, 8",
+			st.ScheduleInUseBytes, st.ScheduleQueued, st.ScheduleParts)
+	}
+	for _, r := range ranges {
+		rd := s.OpenReader(r.Obj, false)
+		buf := make([]byte, r.Len)
+		n, _, err := rd.ReadAt(testContext(t), buf, r.Off)
+		rd.Close()
+		if err != nil || !bytes.Equal(buf[:n], wantBytes(r.Obj, r.Off, len(buf))) {
+			t.Fatalf("read %s at %d: n=%d err=%v, or wrong bytes", r.Obj.Key, r.Off, n, err)
+		}
+	}
+	if g := f.gets.Load(); g != 8 {
+		t.Errorf("%d GETs, want the 8 the schedule made: the reads find the shards in the cache", g)
 	}
 }

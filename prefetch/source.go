@@ -17,7 +17,9 @@ import (
 //
 //  0. A part kept for the loader's schedule (schedule.go) that holds the
 //     whole read, in flight or fetched: it is served from the part, which
-//     lets go of it once its scheduled ranges are read.
+//     lets go of it once its scheduled ranges are read. (A schedule's
+//     parts over an object small next to the budget keep no range: they
+//     go once their bytes are in the cache, and step 1 or 2 serves.)
 //  1. The RAM tier, when it holds every block of the read. A one-shot read
 //     (the GPU interface's READ: no page cache behind it, and no
 //     later read for read-ahead to serve) looks in the ring as well, and

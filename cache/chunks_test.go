@@ -39,7 +39,7 @@ func TestSmallReadsOfARingBlockCostTheirChunks(t *testing.T) {
 		{"100 bytes inside one chunk", testBlock + chunk + 7, 100, uint64(chunk)},
 		{"a read across two chunks", testBlock + 2*chunk - 50, 100, uint64(2 * chunk)},
 		{"a whole chunk", 2 * testBlock, chunk, uint64(chunk)},
-		{"the short last block's tail", 3*testBlock + 4900, 100, uint64(alignUp(5000 - chunk))},
+		{"the short last block's tail", 3*testBlock + 4900, 100, uint64(5000 - chunk)},
 	} {
 		if got := readChunks(t, c, o, tc.off, tc.n); got != tc.want {
 			t.Errorf("%s: the ring's disk gave %d bytes, want %d", tc.name, got, tc.want)
@@ -64,6 +64,34 @@ func TestSmallReadsOfARingBlockCostTheirChunks(t *testing.T) {
 		t.Fatal("the block that failed its check is still served")
 	}
 	mustMiss(t, c, o, testBlock, 100)
+}
+
+// The chunks a small read of a ring block reads stay in the page cache for
+// the block's next small reads, and a slot written again later never serves
+// what the page cache held of its earlier block.
+func TestSmallRingReadsGoThroughThePageCache(t *testing.T) {
+	dir := t.TempDir()
+	c := openCache(t, ringConfig(dir, 16))
+	chunk := chunkSizeFor(testBlock)
+	first := newTestObject("first.tar", 4*testBlock)
+	first.putAll(c, 4)
+	slot := slotOf(t, c, first, 2)
+	at := c.ring.geo.dataOffset(slot) + chunk
+	readChunks(t, c, first, 2*testBlock+chunk+10, 100)
+	if got := residentRange(t, ringPath(dir), at, chunk); got != chunk {
+		t.Fatalf("%d of the %d bytes of the chunk just read are in the page cache", got, chunk)
+	}
+
+	// Sixteen blocks of another object take every slot again.
+	second := newTestObject("second.tar", 16*testBlock)
+	second.putAll(c, 4)
+	for index := range int64(16) {
+		if slotOf(t, c, second, index) == slot {
+			readChunks(t, c, second, index*testBlock+chunk+10, 100)
+			return
+		}
+	}
+	t.Fatalf("no block of %s took slot %d", second.obj.Key, slot)
 }
 
 // A whole-block read checks every chunk: a flipped byte in the last one is

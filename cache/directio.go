@@ -14,8 +14,17 @@ import (
 // cache: O_DIRECT where the filesystem allows it, otherwise ordinary I/O
 // followed by fadvise(DONTNEED). With O_DIRECT every buffer, offset and
 // length is a multiple of alignment; callers use alignedBuffer and alignUp.
+//
+// paged reads the same file through the page cache, for readPaged alone: a
+// random reader's small reads of blocks the RAM tier has no room for come
+// back to the same chunks (the other samples of a block), and the kernel
+// keeps those in whatever memory is free, as it does for any disk cache. A
+// slot rewritten later with O_DIRECT drops its pages from the page cache
+// (the kernel invalidates the range a direct write covers), and every
+// chunk is still checked against its CRC on every read.
 type ringFile struct {
 	f      *os.File
+	paged  *os.File
 	path   string
 	direct bool
 }
@@ -23,7 +32,12 @@ type ringFile struct {
 func openRingFile(path string, flag int) (*ringFile, error) {
 	f, err := openPrivate(path, flag|unix.O_DIRECT)
 	if err == nil {
-		return &ringFile{f: f, path: path, direct: true}, nil
+		paged, err := openPrivate(path, os.O_RDONLY)
+		if err != nil {
+			f.Close()
+			return nil, err
+		}
+		return &ringFile{f: f, paged: paged, path: path, direct: true}, nil
 	}
 	if !errors.Is(err, unix.EINVAL) {
 		return nil, err
@@ -35,7 +49,7 @@ func openRingFile(path string, flag int) (*ringFile, error) {
 	}
 	// Without read-ahead, dropping exactly the range read leaves nothing behind.
 	_ = unix.Fadvise(int(f.Fd()), 0, 0, unix.FADV_RANDOM)
-	return &ringFile{f: f, path: path}, nil
+	return &ringFile{f: f, paged: f, path: path}, nil
 }
 
 // readFull fills p from off.
@@ -55,6 +69,19 @@ func (r *ringFile) readFull(p []byte, off int64) error {
 	return nil
 }
 
+// readPaged fills p from off through the page cache, with none of
+// O_DIRECT's alignment, and leaves the pages there (see ringFile).
+func (r *ringFile) readPaged(p []byte, off int64) error {
+	n, err := r.paged.ReadAt(p, off)
+	if n == len(p) {
+		return nil
+	}
+	if err == nil || errors.Is(err, io.EOF) {
+		err = io.ErrUnexpectedEOF
+	}
+	return fmt.Errorf("read %s at %d: %w", r.path, off, err)
+}
+
 // writeFull writes all of p at off.
 func (r *ringFile) writeFull(p []byte, off int64) error {
 	if _, err := r.f.WriteAt(p, off); err != nil {
@@ -71,7 +98,12 @@ func (r *ringFile) writeFull(p []byte, off int64) error {
 
 func (r *ringFile) sync() error { return r.f.Sync() }
 
-func (r *ringFile) close() error { return r.f.Close() }
+func (r *ringFile) close() error {
+	if r.paged != r.f {
+		r.paged.Close()
+	}
+	return r.f.Close()
+}
 
 // alignUp rounds n up to a multiple of alignment.
 func alignUp(n int64) int64 { return (n + alignment - 1) / alignment * alignment }

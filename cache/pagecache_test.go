@@ -11,31 +11,38 @@ import (
 // residentBytes counts the bytes of path held in the page cache.
 func residentBytes(t *testing.T, path string) int64 {
 	t.Helper()
+	fi, err := os.Stat(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return residentRange(t, path, 0, fi.Size())
+}
+
+// residentRange counts the bytes of [off, off+n) of path (off a multiple of
+// the page size) held in the page cache.
+func residentRange(t *testing.T, path string, off, n int64) int64 {
+	t.Helper()
 	f, err := os.Open(path)
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer f.Close()
-	fi, err := f.Stat()
-	if err != nil {
-		t.Fatal(err)
-	}
-	m, err := unix.Mmap(int(f.Fd()), 0, int(fi.Size()), unix.PROT_READ, unix.MAP_SHARED)
+	m, err := unix.Mmap(int(f.Fd()), off, int(n), unix.PROT_READ, unix.MAP_SHARED)
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer unix.Munmap(m)
 	page := int64(os.Getpagesize())
-	vec := make([]byte, (fi.Size()+page-1)/page)
+	vec := make([]byte, (n+page-1)/page)
 	_, _, errno := unix.Syscall(unix.SYS_MINCORE, uintptr(unsafe.Pointer(&m[0])), uintptr(len(m)), uintptr(unsafe.Pointer(&vec[0])))
 	if errno != 0 {
 		t.Fatal(errno)
 	}
-	var n int64
+	var resident int64
 	for _, v := range vec {
-		n += int64(v & 1)
+		resident += int64(v & 1)
 	}
-	return n * page
+	return resident * page
 }
 
 // Ring I/O must not leave a second copy of the blocks in the page cache.

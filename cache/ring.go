@@ -122,18 +122,18 @@ func (r *ring) readVerified(ref slotRef, buf []byte) error {
 }
 
 // readRange reads and checks the chunks of the slot that bytes [lo, hi) of
-// its data lie in, into buf (aligned, at least the chunks' size), and
-// returns those bytes: a small read of a block costs its chunks, not the
-// block. The slot must be pinned.
+// its data lie in, into buf (at least the chunks' size), and returns those
+// bytes: a small read of a block costs its chunks, not the block. The
+// chunks come through the page cache (ringFile.readPaged), where the next
+// small read of them finds them. The slot must be pinned.
 func (r *ring) readRange(ref slotRef, lo, hi int64, buf []byte) ([]byte, error) {
 	chunk := r.chunk()
 	first, last := lo/chunk, (hi-1)/chunk
-	n := alignUp(min((last+1)*chunk, ref.length) - first*chunk)
-	if err := r.file.readFull(buf[:n], r.geo.dataOffset(ref.n)+first*chunk); err != nil {
+	data := buf[:min((last+1)*chunk, ref.length)-first*chunk]
+	if err := r.file.readPaged(data, r.geo.dataOffset(ref.n)+first*chunk); err != nil {
 		return nil, err
 	}
-	r.stats.ringBytesRead.Add(uint64(n))
-	data := buf[:min(n, ref.length-first*chunk)]
+	r.stats.ringBytesRead.Add(uint64(len(data)))
 	if !verifyChunks(data, int(first), ref.length, chunk, &ref.sums) {
 		return nil, errChecksum
 	}

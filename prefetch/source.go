@@ -31,7 +31,7 @@ import (
 //     part, every sample of the block would read and check it again.
 //     Once the RAM tier is full, a random read inside one ring block
 //     reads and checks only the chunks of it that the read lies in
-//     (Cache.ReadChunks), and promotes nothing.
+//     (Cache.ReadChunks), through the page cache, and promotes nothing.
 //  2. The handle's stream: the part that covers the read, in flight or
 //     fetched ahead, or one made now. A part covers a run of blocks that
 //     the ring holds, read from the ring, or that it does not, fetched

@@ -164,6 +164,7 @@ func (s *Scheduler) get(ctx context.Context, p *part) {
 	}
 	close(p.done)
 	s.startNextLocked()
+	s.pumpScheduleLocked() // a GET slot is free (scheduleSlots)
 	if err != nil {
 		if p.live() {
 			s.stats.Errors++

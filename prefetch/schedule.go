@@ -17,7 +17,8 @@ import (
 //     part, joins it (coalesce): neighbouring samples cost one GET.
 //   - Fetching. pumpScheduleLocked makes the parts of queued ranges in
 //     order while parts made for the schedule take at most half the
-//     budget and no read waits for budget: a window ahead of the reader,
+//     budget, at most half the GET slots run (scheduleSlots) and no read
+//     waits for budget: a window ahead of the reader,
 //     as wide as that half. Blocks the RAM tier holds get no part: reads
 //     find them there. Blocks only the ring holds are read from there
 //     into the part (partSource), so that the part holds every byte of
@@ -269,7 +270,8 @@ func (s *Scheduler) pumpScheduleLocked() {
 	sc.pumping = true
 	defer func() { sc.pumping = false }()
 	afford := func(size int64) bool {
-		return s.budget.waiting == 0 && s.affordLocked(size) && sc.inUse+size <= s.cfg.Memory/2
+		return s.budget.waiting == 0 && s.affordLocked(size) && sc.inUse+size <= s.cfg.Memory/2 &&
+			s.gets.running < scheduleSlots(s.cfg.Concurrency)
 	}
 	for pass := true; pass; {
 		sc.again = false
@@ -302,6 +304,14 @@ func (s *Scheduler) pumpScheduleLocked() {
 		pass = sc.again && !s.closed
 	}
 }
+
+// scheduleSlots is how many GETs may run when the schedule starts
+// another: half the slots, the rest left to reads and the density rule.
+// A schedule's first window otherwise started all of them at once (64
+// GETs of 8 MiB where the density rule ran about 30): more buffers and
+// streams in flight, the same bytes, more CPU per byte on a small box;
+// a GET that ends lets the schedule start the next (get).
+func scheduleSlots(concurrency int) int { return max(concurrency/2, 1) }
 
 // placeLocked makes the parts of e's blocks that have none, or gives the
 // parts there e's ranges to keep, and reports whether all of e is placed.

@@ -426,3 +426,36 @@ func TestScheduleOfSmallShardsLetsPartsGoOnceCached(t *testing.T) {
 		t.Errorf("%d GETs, want the 8 the schedule made: the reads find the shards in the cache", g)
 	}
 }
+
+// A schedule runs at most half the GET slots (scheduleSlots): a read
+// beside it starts its GET at once, and each GET that ends lets the
+// schedule start its next part, whether or not a read came.
+func TestScheduleLeavesHalfTheGETSlotsToReads(t *testing.T) {
+	cfg := DefaultConfig()
+	cfg.Concurrency = 4
+	release := make(chan struct{})
+	big := fakeObject("big.tar", 1<<30) // large next to the budget: its parts keep their ranges
+	f := &fakeFetcher{hold: release, holdIf: func(obj store.Object, _ int64) bool { return obj.Key == big.Key }}
+	s := newTestScheduler(t, cfg, f, nil)
+	var ranges []Scheduled
+	for i := range 6 {
+		ranges = append(ranges, Scheduled{Obj: big, Off: int64(i) * 16 * mib, Len: 4 * kib})
+	}
+	s.Schedule(1, ranges)
+	if n := s.Stats().Running; n != 2 {
+		t.Fatalf("%d of %d GET slots taken by the schedule, want half", n, cfg.Concurrency)
+	}
+	other := fakeObject("other.tar", mib)
+	rd := s.OpenReader(other, false)
+	buf := make([]byte, 4*kib)
+	n, _, err := rd.ReadAt(testContext(t), buf, 5)
+	rd.Close()
+	if err != nil || !bytes.Equal(buf[:n], wantBytes(other, 5, len(buf))) {
+		t.Fatalf("a read beside the schedule: n=%d err=%v, or wrong bytes", n, err)
+	}
+	close(release)
+	waitFor(t, func() bool { return f.getsAt(big.Key, 5*16*mib) == 1 })
+	if g := f.gets.Load(); g != 7 {
+		t.Errorf("%d GETs, want the schedule's 6 and the read's", g)
+	}
+}

@@ -37,6 +37,9 @@ func openRingFile(path string, flag int) (*ringFile, error) {
 			f.Close()
 			return nil, err
 		}
+		// readPaged reads whole chunks of random slots: the kernel's
+		// read-ahead would only bring in their neighbours.
+		_ = unix.Fadvise(int(paged.Fd()), 0, 0, unix.FADV_RANDOM)
 		return &ringFile{f: f, paged: paged, path: path, direct: true}, nil
 	}
 	if !errors.Is(err, unix.EINVAL) {

@@ -94,6 +94,37 @@ func TestSmallRingReadsGoThroughThePageCache(t *testing.T) {
 	t.Fatalf("no block of %s took slot %d", second.obj.Key, slot)
 }
 
+// Blocks for random reads that a full RAM tier has no room for are written
+// to the ring through the page cache, where their small reads find them;
+// the RAM tier's own blocks and read-ahead go to the disk alone, and every
+// path reads the same bytes back.
+func TestRandomReadBlocksPastAFullRAMTierStayInThePageCache(t *testing.T) {
+	dir := t.TempDir()
+	cfg := ringConfig(dir, 16)
+	cfg.MemorySize = 2 * testBlock
+	c := openCache(t, cfg)
+	ahead := newTestObject("ahead.tar", 4*testBlock)
+	for off := int64(0); off < ahead.obj.Size; off += 4 * testBlock {
+		putAhead(c, ahead.obj, off, ahead.data[off:off+4*testBlock])
+	}
+	if got := residentBytes(t, ringPath(dir)); got != 0 {
+		t.Fatalf("read-ahead left %d bytes of the ring file in the page cache", got)
+	}
+
+	random := newTestObject("random.tar", 8*testBlock)
+	random.putAll(c, 8) // eight blocks for a RAM tier of two
+	for index := range int64(8) {
+		at := c.ring.geo.dataOffset(slotOf(t, c, random, index))
+		if got := residentRange(t, ringPath(dir), at, testBlock); got != testBlock {
+			t.Fatalf("block %d: %d of its %d bytes are in the page cache after a random read's Put past a full RAM tier", index, got, testBlock)
+		}
+	}
+	chunk := chunkSizeFor(testBlock)
+	readChunks(t, c, random, 5*testBlock+chunk+3, 100)
+	mustRead(t, c, random, 0, random.obj.Size) // O_DIRECT reads of the same slots
+	mustRead(t, c, ahead, 0, ahead.obj.Size)
+}
+
 // A whole-block read checks every chunk: a flipped byte in the last one is
 // never served.
 func TestWholeBlockReadChecksEveryChunk(t *testing.T) {

@@ -15,13 +15,14 @@ import (
 // followed by fadvise(DONTNEED). With O_DIRECT every buffer, offset and
 // length is a multiple of alignment; callers use alignedBuffer and alignUp.
 //
-// paged reads the same file through the page cache, for readPaged alone: a
-// random reader's small reads of blocks the RAM tier has no room for come
-// back to the same chunks (the other samples of a block), and the kernel
-// keeps those in whatever memory is free, as it does for any disk cache. A
-// slot rewritten later with O_DIRECT drops its pages from the page cache
-// (the kernel invalidates the range a direct write covers), and every
-// chunk is still checked against its CRC on every read.
+// paged is the same file through the page cache, for readPaged and
+// writePaged alone: a random reader's small reads of blocks the RAM tier
+// has no room for come back to the same chunks (the other samples of a
+// block), and the kernel keeps those in whatever memory is free, as it does
+// for any disk cache. The page cache and O_DIRECT agree on the file: a
+// direct read writes dirty pages of its range back first, a direct write
+// drops the pages of its range, and every chunk is still checked against
+// its CRC on every read.
 type ringFile struct {
 	f      *os.File
 	paged  *os.File
@@ -32,7 +33,7 @@ type ringFile struct {
 func openRingFile(path string, flag int) (*ringFile, error) {
 	f, err := openPrivate(path, flag|unix.O_DIRECT)
 	if err == nil {
-		paged, err := openPrivate(path, os.O_RDONLY)
+		paged, err := openPrivate(path, flag&^os.O_CREATE)
 		if err != nil {
 			f.Close()
 			return nil, err
@@ -83,6 +84,15 @@ func (r *ringFile) readPaged(p []byte, off int64) error {
 		err = io.ErrUnexpectedEOF
 	}
 	return fmt.Errorf("read %s at %d: %w", r.path, off, err)
+}
+
+// writePaged writes all of p at off through the page cache and leaves
+// the pages there, where readPaged finds them (see ringFile).
+func (r *ringFile) writePaged(p []byte, off int64) error {
+	if _, err := r.paged.WriteAt(p, off); err != nil {
+		return fmt.Errorf("write %s at %d: %w", r.path, off, err)
+	}
+	return nil
 }
 
 // writeFull writes all of p at off.

@@ -258,9 +258,16 @@ func (r *ring) abort(n int64) {
 
 // write stores one block in claimed slot n: data first, then the header
 // that vouches for it. data is aligned and padded to alignment; hdr is one
-// encoded, aligned header sector.
-func (r *ring) write(n int64, data, hdr []byte) error {
-	if err := r.file.writeFull(data, r.geo.dataOffset(n)); err != nil {
+// encoded, aligned header sector. paged writes the data through the page
+// cache, where small reads of it find it (ringFile.writePaged); a crash
+// that loses those pages but not the header leaves chunk CRCs that do not
+// match, as any torn slot.
+func (r *ring) write(n int64, data, hdr []byte, paged bool) error {
+	write := r.file.writeFull
+	if paged {
+		write = r.file.writePaged
+	}
+	if err := write(data, r.geo.dataOffset(n)); err != nil {
 		return err
 	}
 	return r.file.writeFull(hdr, r.geo.headerOffset(n))

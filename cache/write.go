@@ -95,7 +95,12 @@ func (c *Cache) put(obj store.Object, off int64, data []byte, place Placement) {
 	}
 	c.stats.puts.Add(uint64(len(blocks)))
 	if r != nil {
-		c.writeRing(r, obj, blocks)
+		// Blocks for random reads that the RAM tier has no room for are
+		// read next in small pieces from the ring (ReadChunks, through the
+		// page cache): written through it, their first reads find them in
+		// memory instead of on the disk.
+		paged := place == ForRandomRead && c.ram != nil && c.ram.free() < int64(len(blocks))*bs
+		c.writeRing(r, obj, blocks, paged)
 	}
 	if inMemory && len(blocks) > 0 {
 		for _, b := range blocks {
@@ -111,8 +116,9 @@ func (c *Cache) put(obj store.Object, off int64, data []byte, place Placement) {
 	}
 }
 
-// writeRing stores blocks in consecutive ring slots where it can.
-func (c *Cache) writeRing(r *ring, obj store.Object, blocks []pendingBlock) {
+// writeRing stores blocks in consecutive ring slots where it can, their
+// data through the page cache when paged.
+func (c *Cache) writeRing(r *ring, obj store.Object, blocks []pendingBlock, paged bool) {
 	keys := make([]blockKey, len(blocks))
 	for i, b := range blocks {
 		keys[i] = b.key
@@ -147,7 +153,7 @@ func (c *Cache) writeRing(r *ring, obj store.Object, blocks []pendingBlock) {
 			r.abort(n)
 			continue
 		}
-		if err := r.write(n, b.data, hdr); err != nil {
+		if err := r.write(n, b.data, hdr, paged); err != nil {
 			r.abort(n)
 			c.disableRing(err)
 			failed = true

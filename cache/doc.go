@@ -10,11 +10,11 @@
 // reported as a miss so the caller refetches it. The RAM tier is a hint and
 // never the source of truth for what the ring holds. Ring I/O bypasses the
 // page cache (O_DIRECT, or fadvise where O_DIRECT is refused) so a block is
-// never held in RAM twice, with one exception: the small reads of ring
-// blocks that the RAM tier has no room for (ReadChunks, a random reader's
-// samples) read their chunks through the page cache, which keeps them in
-// the memory the RAM tier leaves free for the block's next samples, and
-// still check them on every read.
+// never held in RAM twice, with one exception: the blocks of random
+// readers that the RAM tier has no room for are written, and their small
+// reads (ReadChunks, a random reader's samples) read, through the page
+// cache, which keeps them in the memory the RAM tier leaves free for the
+// block's next samples; every read still checks them.
 //
 // One process owns a cache directory at a time (a lock file naming its pid).
 // The directory is the user's alone (created 0700, files 0600, opened

@@ -119,21 +119,27 @@ type schedRef struct {
 func overlap(a, b Range) int64 { return max(min(a.End, b.End)-max(a.Start, b.Start), 0) }
 
 // countRangesLocked adds n to the ranges queued or kept, in all and for
-// obj.
+// obj. An object stays named, at zero, until the whole schedule is spent.
 func (s *Scheduler) countRangesLocked(obj store.Object, n int) {
 	sc := &s.sched
 	sc.ranges += n
 	id := objectID{obj.Key, obj.ETag}
-	if sc.objects[id] += n; sc.objects[id] <= 0 {
-		delete(sc.objects, id)
+	sc.objects[id] = max(sc.objects[id]+n, 0)
+	if sc.ranges <= 0 {
+		clear(sc.objects)
 	}
 }
 
-// scheduledLocked reports whether a schedule names ranges of o, queued or
-// kept: its reads are the schedule's, and neither read-ahead nor the
-// density rule guesses what comes after them.
+// scheduledLocked reports whether the schedule in force names ranges of o:
+// its reads are the schedule's, and neither read-ahead nor the density
+// rule guesses what comes after them. That holds until the schedule is
+// spent, not only while ranges of o are queued or kept: a late sample of
+// an object whose other samples were read already (its range let go as
+// passed, or its part gone) is still the loader's, and turned the object
+// dense at the end of an epoch.
 func (s *Scheduler) scheduledLocked(o *object) bool {
-	return s.sched.objects[objectID{o.obj.Key, o.obj.ETag}] > 0
+	_, named := s.sched.objects[objectID{o.obj.Key, o.obj.ETag}]
+	return named
 }
 
 // scheduleReorder is how far out of order an owner's ranges may be read

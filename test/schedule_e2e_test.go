@@ -167,9 +167,17 @@ func TestHostileScheduleLines(t *testing.T) {
 	}
 	if pid := int(st["daemon_pid"]); pid > 0 {
 		// --prefetch-memory 1 GiB; the schedule holds at most half of it
-		// and a queue of 65536 ranges, some 6 MiB.
-		if rss := daemonRSS(t, pid); rss > 1<<30 {
+		// in parts, the RAM tier copies of what they fetched, and a queue
+		// of 65536 ranges, some 6 MiB.
+		switch rss := daemonRSS(t, pid); {
+		case os.Getenv("SHARDFS_TEST_RACE") == "1":
+			// A daemon built with -race keeps shadow memory several times
+			// its heap: checked in the run without -race.
+			t.Logf("daemon RSS %d MiB (built with -race: not checked)", rss>>20)
+		case rss > 1<<30:
 			t.Errorf("daemon RSS %d MiB after a 70,000-range schedule nobody reads: %s", rss>>20, rssDetail(pid))
+		default:
+			t.Logf("daemon RSS %d MiB after a 70,000-range schedule nobody reads", rss>>20)
 		}
 	}
 	// Every kind of warning once, however many lines of it.

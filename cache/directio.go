@@ -58,25 +58,21 @@ func openRingFile(path string, flag int) (*ringFile, error) {
 
 // readFull fills p from off.
 func (r *ringFile) readFull(p []byte, off int64) error {
-	n, err := r.f.ReadAt(p, off)
-	if n == len(p) {
-		err = nil
-	} else if err == nil || errors.Is(err, io.EOF) {
-		err = io.ErrUnexpectedEOF
-	}
+	err := r.readAt(r.f, p, off)
 	if !r.direct {
 		_ = unix.Fadvise(int(r.f.Fd()), off, int64(len(p)), unix.FADV_DONTNEED)
 	}
-	if err != nil {
-		return fmt.Errorf("read %s at %d: %w", r.path, off, err)
-	}
-	return nil
+	return err
 }
 
 // readPaged fills p from off through the page cache, with none of
 // O_DIRECT's alignment, and leaves the pages there (see ringFile).
-func (r *ringFile) readPaged(p []byte, off int64) error {
-	n, err := r.paged.ReadAt(p, off)
+func (r *ringFile) readPaged(p []byte, off int64) error { return r.readAt(r.paged, p, off) }
+
+// readAt fills p from off of f, one of the ring file's descriptors; a
+// short read is an error.
+func (r *ringFile) readAt(f *os.File, p []byte, off int64) error {
+	n, err := f.ReadAt(p, off)
 	if n == len(p) {
 		return nil
 	}

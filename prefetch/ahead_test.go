@@ -389,18 +389,21 @@ func TestCachedPartFallsBackToTheFetcher(t *testing.T) {
 	}
 }
 
-// settledStats returns the scheduler's stats once no part is being filled:
-// a part's bytes are served before its GET's accounting and Sink call end.
+// settledStats returns the scheduler's stats once no part is being filled
+// or handed to the Sink: a part's bytes are served before its GET's
+// accounting and Sink call end, and the part is let go only after both.
 func settledStats(t *testing.T, s *Scheduler) Stats {
 	t.Helper()
 	deadline := time.Now().Add(10 * time.Second)
 	for {
-		st := s.Stats()
-		if st.Running == 0 {
-			return st
+		s.mu.Lock()
+		running, sinking := s.gets.running, s.gets.sinking
+		s.mu.Unlock()
+		if running == 0 && sinking == 0 {
+			return s.Stats()
 		}
 		if time.Now().After(deadline) {
-			t.Fatalf("%d parts still being filled after 10s", st.Running)
+			t.Fatalf("%d parts still being filled, %d being handed to the cache, after 10s", running, sinking)
 		}
 		time.Sleep(time.Millisecond)
 	}

@@ -14,6 +14,7 @@ import (
 // Guarded by Scheduler.mu.
 type getSlots struct {
 	running int        // GETs in progress
+	sinking int        // GETs over whose bytes are being handed to the Sink
 	queue   [2][]*part // parts waiting for a GET slot: urgent, then read-ahead
 }
 
@@ -181,11 +182,13 @@ func (s *Scheduler) get(ctx context.Context, p *part) {
 		return
 	}
 	p.pins++
+	s.gets.sinking++
 	s.mu.Unlock()
 
 	s.sink.Put(p.o.obj, (p.off+fromCache)/s.cfg.BlockSize, p.buf[fromCache:want], placementOf(p))
 
 	s.mu.Lock()
+	s.gets.sinking--
 	p.pins--
 	s.releaseIfUnusedLocked(p)
 	s.mu.Unlock()

@@ -97,3 +97,17 @@ func BenchmarkRawRingReadParallel(b *testing.B) {
 		}
 	})
 }
+
+// BenchmarkReadChunks4KiB is a random reader's 4 KiB read of a ring block
+// the RAM tier does not hold: its grains through the page cache, checked.
+func BenchmarkReadChunks4KiB(b *testing.B) {
+	c, obj := benchRing(b)
+	p := make([]byte, 4096)
+	b.SetBytes(int64(len(p)))
+	for i := int64(0); b.Loop(); i++ {
+		off := (i*7919)%128*benchBlock + (i*31)%256*4096
+		if _, ok := c.ReadChunks(obj, p, off); !ok {
+			b.Fatal("miss")
+		}
+	}
+}

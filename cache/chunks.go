@@ -5,11 +5,12 @@ import "github.com/shardfs/shardfs/store"
 // ReadChunks copies obj's bytes [off, off+len(p)) into p when they lie in
 // one block that the RAM tier or the ring holds for obj's version: from
 // RAM as Get would, or from the ring by reading and checking only the
-// chunks of the block they lie in (chunkSizeFor: a sixteenth of it), with
-// no copy into RAM. It is for a random reader's small read of a block that
-// the RAM tier has no room to keep: through Get, each such read would read
-// and check the whole block again. A chunk that fails its check drops the
-// block, as a whole-block read does.
+// grains of the block they lie in (grainSizeFor: 4 KiB of a 1 MiB block)
+// and the slot's grain CRCs, with no copy into RAM. It is for a random
+// reader's small read of a block that the RAM tier has no room to keep:
+// through Get, each such read would read and check the whole block again.
+// A grain that fails its check drops the block, as a whole-block read
+// does.
 func (c *Cache) ReadChunks(obj store.Object, p []byte, off int64) (Tier, bool) {
 	bs := c.cfg.BlockSize
 	end := off + int64(len(p))

@@ -4,6 +4,8 @@ import (
 	"bytes"
 	"context"
 	"encoding/binary"
+	"fmt"
+	"os"
 	"strings"
 	"testing"
 )
@@ -23,23 +25,24 @@ func readChunks(t *testing.T, c *Cache, o testObject, off, n int64) uint64 {
 	return c.Stats().RingBytesRead - before
 }
 
-// A small read of a ring block reads and checks the chunks it lies in, not
-// the block (16 KiB test blocks: four chunks of 4 KiB).
-func TestSmallReadsOfARingBlockCostTheirChunks(t *testing.T) {
+// A small read of a ring block reads and checks the grains it lies in and
+// the grain table of its header, not the block (16 KiB test blocks: four
+// grains of 4 KiB).
+func TestSmallReadsOfARingBlockCostTheirGrains(t *testing.T) {
 	dir := t.TempDir()
 	c := openCache(t, ringConfig(dir, 16))
-	chunk := chunkSizeFor(testBlock)
-	o := newTestObject("chunks.tar", 3*testBlock+5000) // a short last block
+	grain := grainSizeFor(testBlock)
+	o := newTestObject("grains.tar", 3*testBlock+5000) // a short last block
 	o.putAll(c, 4)
 	for _, tc := range []struct {
 		name   string
 		off, n int64
 		want   uint64
 	}{
-		{"100 bytes inside one chunk", testBlock + chunk + 7, 100, uint64(chunk)},
-		{"a read across two chunks", testBlock + 2*chunk - 50, 100, uint64(2 * chunk)},
-		{"a whole chunk", 2 * testBlock, chunk, uint64(chunk)},
-		{"the short last block's tail", 3*testBlock + 4900, 100, uint64(5000 - chunk)},
+		{"100 bytes inside one grain", testBlock + grain + 7, 100, uint64(grain + grainTableBytes)},
+		{"a read across two grains", testBlock + 2*grain - 50, 100, uint64(2*grain + grainTableBytes)},
+		{"a whole grain", 2 * testBlock, grain, uint64(grain + grainTableBytes)},
+		{"the short last block's tail", 3*testBlock + 4900, 100, uint64(5000 - grain + grainTableBytes)},
 	} {
 		if got := readChunks(t, c, o, tc.off, tc.n); got != tc.want {
 			t.Errorf("%s: the ring's disk gave %d bytes, want %d", tc.name, got, tc.want)
@@ -49,13 +52,13 @@ func TestSmallReadsOfARingBlockCostTheirChunks(t *testing.T) {
 		t.Error("a read across two blocks was served by ReadChunks")
 	}
 
-	// A flipped byte in chunk 3 of block 1: a read of chunk 0 never reads
-	// it; a read of chunk 3 finds it, and the block is dropped.
+	// A flipped bit in grain 3 of block 1: a read of grain 0 never reads
+	// it; a read of grain 3 finds it, and the block is dropped.
 	slot := slotOf(t, c, o, 1)
-	patchFile(t, ringPath(dir), c.ring.geo.dataOffset(slot)+3*chunk+10, []byte{o.data[testBlock+3*chunk+10] ^ 0x5a})
+	patchFile(t, ringPath(dir), c.ring.geo.dataOffset(slot)+3*grain+10, []byte{o.data[testBlock+3*grain+10] ^ 0x10})
 	readChunks(t, c, o, testBlock, 100)
-	if _, ok := c.ReadChunks(o.obj, make([]byte, 100), testBlock+3*chunk); ok {
-		t.Fatal("a read of the corrupt chunk was served")
+	if _, ok := c.ReadChunks(o.obj, make([]byte, 100), testBlock+3*grain); ok {
+		t.Fatal("a read of the corrupt grain was served")
 	}
 	if st := c.Stats(); st.ChecksumFailures != 1 {
 		t.Fatalf("checksum failures = %d, want 1", st.ChecksumFailures)
@@ -66,20 +69,63 @@ func TestSmallReadsOfARingBlockCostTheirChunks(t *testing.T) {
 	mustMiss(t, c, o, testBlock, 100)
 }
 
+// In a ring of 1 MiB blocks, a 4 KiB read costs its 4 KiB grain and the
+// 1 KiB grain table, where it cost a 64 KiB chunk in format 2.
+func TestA4KiBReadOfA1MiBRingBlockCosts5KiB(t *testing.T) {
+	const bs = 1 << 20
+	dir := t.TempDir()
+	c := openCache(t, Config{Dir: dir, Size: geometry{blockSize: bs, slots: 4}.fileSize(), BlockSize: bs, Namespace: "mem://test"})
+	o := newTestObject("big.tar", 2*bs)
+	o.putAll(c, 2)
+	for _, off := range []int64{0, bs + 37*4096, 2*bs - 4096} {
+		if got := readChunks(t, c, o, off, 4096); got != 4096+grainTableBytes {
+			t.Errorf("a 4 KiB read at %d: the ring's disk gave %d bytes, want %d", off, got, 4096+grainTableBytes)
+		}
+	}
+}
+
+// The grain CRCs a small read checks come from the slot's header, which
+// only the ring's CRC of the table vouches for: grain bytes rewritten
+// together with their CRC in the table (the header's own CRC left stale,
+// as bit rot across both would leave it) are never served, and the block
+// is dropped.
+func TestARewrittenGrainTableIsNeverTrusted(t *testing.T) {
+	dir := t.TempDir()
+	c := openCache(t, ringConfig(dir, 16))
+	grain := grainSizeFor(testBlock)
+	o := newTestObject("table.tar", 2*testBlock)
+	o.putAll(c, 4)
+	slot := slotOf(t, c, o, 1)
+	forged := bytes.Repeat([]byte{0xee}, int(grain))
+	patchFile(t, ringPath(dir), c.ring.geo.dataOffset(slot)+2*grain, forged)
+	sum := make([]byte, 4)
+	binary.LittleEndian.PutUint32(sum, checksum(forged))
+	patchFile(t, ringPath(dir), c.ring.geo.headerOffset(slot)+grainTableOffset+4*2, sum)
+	p := make([]byte, 100)
+	if _, ok := c.ReadChunks(o.obj, p, testBlock+2*grain); ok {
+		t.Fatalf("a grain vouched for by a rewritten table was served (bytes % x, the object's % x)", p[:4], o.data[testBlock+2*grain:][:4])
+	}
+	if st := c.Stats(); st.ChecksumFailures != 1 {
+		t.Fatalf("checksum failures = %d, want 1", st.ChecksumFailures)
+	}
+	mustMiss(t, c, o, testBlock, testBlock)
+	mustRead(t, c, o, 0, testBlock)
+}
+
 // The chunks a small read of a ring block reads stay in the page cache for
 // the block's next small reads, and a slot written again later never serves
 // what the page cache held of its earlier block.
 func TestSmallRingReadsGoThroughThePageCache(t *testing.T) {
 	dir := t.TempDir()
 	c := openCache(t, ringConfig(dir, 16))
-	chunk := chunkSizeFor(testBlock)
+	grain := grainSizeFor(testBlock)
 	first := newTestObject("first.tar", 4*testBlock)
 	first.putAll(c, 4)
 	slot := slotOf(t, c, first, 2)
-	at := c.ring.geo.dataOffset(slot) + chunk
-	readChunks(t, c, first, 2*testBlock+chunk+10, 100)
-	if got := residentRange(t, ringPath(dir), at, chunk); got != chunk {
-		t.Fatalf("%d of the %d bytes of the chunk just read are in the page cache", got, chunk)
+	at := c.ring.geo.dataOffset(slot) + grain
+	readChunks(t, c, first, 2*testBlock+grain+10, 100)
+	if got := residentRange(t, ringPath(dir), at, grain); got != grain {
+		t.Fatalf("%d of the %d bytes of the grain just read are in the page cache", got, grain)
 	}
 
 	// Sixteen blocks of another object take every slot again.
@@ -87,7 +133,7 @@ func TestSmallRingReadsGoThroughThePageCache(t *testing.T) {
 	second.putAll(c, 4)
 	for index := range int64(16) {
 		if slotOf(t, c, second, index) == slot {
-			readChunks(t, c, second, index*testBlock+chunk+10, 100)
+			readChunks(t, c, second, index*testBlock+grain+10, 100)
 			return
 		}
 	}
@@ -119,10 +165,10 @@ func TestRandomReadBlocksPastAFullRAMTierStayInThePageCache(t *testing.T) {
 			t.Fatalf("block %d: %d of its %d bytes are in the page cache after a random read's Put past a full RAM tier", index, got, testBlock)
 		}
 	}
-	chunk := chunkSizeFor(testBlock)
-	for index := range int64(8) { // a block the RAM tier did not take: its chunks from the ring
+	grain := grainSizeFor(testBlock)
+	for index := range int64(8) { // a block the RAM tier did not take: its grains from the ring
 		if !c.Lookup(random.obj, index).Has(InRAM) {
-			readChunks(t, c, random, index*testBlock+chunk+3, 100)
+			readChunks(t, c, random, index*testBlock+grain+3, 100)
 			break
 		}
 	}
@@ -143,28 +189,77 @@ func TestWholeBlockReadChecksEveryChunk(t *testing.T) {
 	mustRead(t, c, o, testBlock, testBlock)
 }
 
-// A ring written in format 1 (one CRC per block) is started empty, with a
-// warning that names the format.
+// A ring written in an older format (1: one CRC per block; 2: chunk CRCs
+// alone) is started empty, with one warning that names the format.
 func TestRingOfAnOlderFormatStartsEmptyWithAWarning(t *testing.T) {
+	for _, format := range []uint32{1, 2} {
+		t.Run(fmt.Sprintf("format %d", format), func(t *testing.T) {
+			dir := t.TempDir()
+			cfg := ringConfig(dir, 8)
+			o := newTestObject("old.tar", 2*testBlock)
+			storedSlot(t, cfg, o, 0)
+			version := make([]byte, 4)
+			binary.LittleEndian.PutUint32(version, format)
+			patchFile(t, ringPath(dir), 16, version)
+			var logs logRecorder
+			c, err := Open(context.Background(), cfg, logs.logger())
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer c.Close()
+			if st := c.Stats(); st.RingUsedSlots != 0 {
+				t.Fatalf("a format %d ring was opened with %d slots in use", format, st.RingUsedSlots)
+			}
+			if out := logs.String(); logs.count("WARN") != 1 || !strings.Contains(out, "another format") ||
+				!strings.Contains(out, fmt.Sprintf("format=%d", format)) || !strings.Contains(out, "this_format=3") {
+				t.Fatalf("want one warning naming formats %d and 3, got:\n%s", format, out)
+			}
+			o.putAll(c, 4)
+			mustRead(t, c, o, 0, o.obj.Size)
+		})
+	}
+}
+
+// shardfs cache verify checks the grain CRCs as well as the chunk CRCs: a
+// header whose grain CRC is wrong (re-signed, so the header itself passes)
+// over intact data is reported, and a small read of that grain is not
+// served.
+func TestVerifyDirChecksGrainCRCs(t *testing.T) {
 	dir := t.TempDir()
 	cfg := ringConfig(dir, 8)
-	o := newTestObject("old.tar", 2*testBlock)
-	storedSlot(t, cfg, o, 0)
-	version := make([]byte, 4)
-	binary.LittleEndian.PutUint32(version, 1)
-	patchFile(t, ringPath(dir), 16, version)
-	var logs logRecorder
-	c, err := Open(context.Background(), cfg, logs.logger())
+	o := newTestObject("verify.tar", 2*testBlock)
+	n, geo := storedSlot(t, cfg, o, 1)
+	f, err := os.Open(ringPath(dir))
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer c.Close()
-	if st := c.Stats(); st.RingUsedSlots != 0 {
-		t.Fatalf("a format 1 ring was opened with %d slots in use", st.RingUsedSlots)
+	hdr := make([]byte, headerSize)
+	_, err = f.ReadAt(hdr, geo.headerOffset(n))
+	f.Close()
+	if err != nil {
+		t.Fatal(err)
 	}
-	if out := logs.String(); logs.count("WARN") != 1 || !strings.Contains(out, "another format") || !strings.Contains(out, "format=1") {
-		t.Fatalf("want one warning naming format 1, got:\n%s", out)
+	h, st := decodeHeader(hdr, testBlock)
+	if st != headerValid {
+		t.Fatalf("slot %d's header is not valid (%v)", n, st)
 	}
-	o.putAll(c, 4)
-	mustRead(t, c, o, 0, o.obj.Size)
+	h.Grains[1] ^= 1
+	if err := h.encode(hdr); err != nil {
+		t.Fatal(err)
+	}
+	patchFile(t, ringPath(dir), geo.headerOffset(n), hdr)
+
+	rep, err := VerifyDir(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(rep.Bad) != 1 || rep.Bad[0].Slot != n || rep.Bad[0].Index != 1 || !strings.Contains(rep.Bad[0].Reason, "CRC32C") {
+		t.Fatalf("VerifyDir = %+v, want slot %d (block 1) reported for its CRC32C", rep, n)
+	}
+	c := openCache(t, cfg)
+	readChunks(t, c, o, 100, 100) // the grain CRCs of an intact header, rebuilt at Open
+	if _, ok := c.ReadChunks(o.obj, make([]byte, 100), testBlock+grainSizeFor(testBlock)); ok {
+		t.Fatal("a small read checked against a wrong grain CRC was served")
+	}
+	mustRead(t, c, o, 0, testBlock)
 }

@@ -4,17 +4,21 @@
 // a cache directory on local NVMe.
 //
 // The ring is the durable tier. Every slot carries a header (object, ETag,
-// block index, length, CRC32C of the data, generation) from which the index
-// is rebuilt at Open, so the cache survives unmount, crash and reboot. Every
-// read from the ring checks the CRC; a block that fails is dropped and
-// reported as a miss so the caller refetches it. The RAM tier is a hint and
+// block index, length, generation, and CRC32Cs of the data: one per 64 KiB
+// chunk of a 1 MiB block and one per 4 KiB grain, header.go) from which the
+// index is rebuilt at Open, so the cache survives unmount, crash and
+// reboot. Every read from the ring checks the CRCs of what it reads: a
+// whole-block read the chunk CRCs, kept in memory; a small read the grains
+// it lies in, against the grain CRCs it reads back from the header; a block
+// that fails is dropped and reported as a miss so the caller refetches it. The RAM tier is a hint and
 // never the source of truth for what the ring holds. Ring I/O bypasses the
 // page cache (O_DIRECT, or fadvise where O_DIRECT is refused) so a block is
 // never held in RAM twice, with one exception: the blocks of random
 // readers that the RAM tier has no room for are written, and their small
-// reads (ReadChunks, a random reader's samples) read, through the page
-// cache, which keeps them in the memory the RAM tier leaves free for the
-// block's next samples; every read still checks them.
+// reads (ReadChunks, a random reader's samples, each reading and checking
+// its own 4 KiB grains) read, through the page cache, which keeps them in
+// the memory the RAM tier leaves free for the block's next samples; every
+// read still checks them.
 //
 // One process owns a cache directory at a time (a lock file naming its pid).
 // The directory is the user's alone (created 0700, files 0600, opened

@@ -7,67 +7,129 @@ import (
 )
 
 // A slot header is one aligned sector written after the slot's data. Its own
-// CRC covers every field, and the chunk CRCs it carries cover the data, so a
-// crash between the two writes leaves a header whose chunk CRCs do not
-// match: a torn slot never looks valid.
+// CRC covers every field, and the CRCs it carries cover the data, so a crash
+// between the two writes leaves a header whose CRCs do not match: a torn
+// slot never looks valid.
 //
-// The data is checked in chunks (at most maxChunks of them, chunkSizeFor
-// the block size: 64 KiB of a 1 MiB block) rather than as one block, so
-// that a small read of a ring block reads and checks the chunks it needs,
-// not the whole block; a whole-block read checks every chunk, which costs
-// the same as one CRC over the block.
+// The data is checked at two grains. A grain (grainSizeFor: 4 KiB of a
+// 1 MiB block, at most maxGrains of them) is what a small read of a ring
+// block reads and checks: its own size, not the block. A chunk is
+// grainsPerChunk grains (64 KiB of a 1 MiB block, at most maxChunks): the
+// ring keeps the chunk CRCs of every slot in memory, and a whole-block read
+// checks them, which costs the same as one CRC over the block. The grain
+// CRCs stay in the header, 1 KiB of it, and a small read reads them back
+// with its grains; the ring keeps one CRC of that table per slot
+// (grainSums.tableSum) to trust them by, so a big ring holds 68 bytes of
+// sums per slot rather than 1 KiB. That CRC, not the header's own, is
+// what vouches for the table: a header of the slot's previous block, left
+// in the page cache or on the disk by a lost write, passes its own CRC. A block is summed once: its chunk CRCs are
+// combined from its grain CRCs (crcCombine).
 //
 // Layout (little endian):
 //
-//	0   magic        uint32
-//	4   version      uint16
-//	6   name lengths uint16 x3 (namespace, key, etag)
-//	12  length       uint32  bytes of data in the slot
-//	16  generation   uint64  ring-wide write counter
-//	24  block index  uint64
-//	32  chunk size   uint32
-//	36  object id    [16]byte hash of namespace and key
-//	52  chunk CRC32Cs uint32 x maxChunks (unused ones zero)
-//	116 namespace, key, etag bytes
+//	0    magic        uint32
+//	4    version      uint16
+//	6    name lengths uint16 x3 (namespace, key, etag)
+//	12   length       uint32  bytes of data in the slot
+//	16   generation   uint64  ring-wide write counter
+//	24   block index  uint64
+//	32   chunk size   uint32
+//	36   object id    [16]byte hash of namespace and key
+//	52   chunk CRC32Cs uint32 x maxChunks (unused ones zero)
+//	116  grain CRC32Cs uint32 x maxGrains (unused ones zero)
+//	1140 namespace, key, etag bytes (at most 2952: an S3 key of 1024 bytes
+//	     leaves ample room for a namespace and an ETag)
 //	headerSize-4     header CRC32C over bytes [0, headerSize-4)
 const (
-	headerSize    = int(alignment)
-	headerMagic   = 0x53464248 // "HBFS"
-	headerVersion = 2
-	headerFixed   = 52 + 4*maxChunks
-	maxNamesBytes = headerSize - headerFixed - 4
+	headerSize       = int(alignment)
+	headerMagic      = 0x53464248 // "HBFS"
+	headerVersion    = 3
+	grainTableOffset = 52 + 4*maxChunks
+	grainTableBytes  = 4 * maxGrains
+	headerFixed      = grainTableOffset + grainTableBytes
+	maxNamesBytes    = headerSize - headerFixed - 4
 )
 
-// maxChunks is how many CRCs a slot's data is checked by.
-const maxChunks = 16
+const (
+	// maxChunks is how many CRCs a whole-block read checks a slot's data by.
+	maxChunks = 16
+	// maxGrains is how many CRCs a small read checks a slot's data by.
+	maxGrains      = 256
+	grainsPerChunk = maxGrains / maxChunks
+)
 
-// chunkSums are the CRC32Cs of a slot's data chunks.
-type chunkSums [maxChunks]uint32
+// chunkSums are the CRC32Cs of a slot's data chunks; grainSums those of
+// its grains.
+type (
+	chunkSums [maxChunks]uint32
+	grainSums [maxGrains]uint32
+)
 
-// chunkSizeFor is the chunk of blocks of blockSize bytes: a sixteenth of a
-// block, rounded up to the alignment, so that a chunk is read with
-// O_DIRECT on its own.
+// grainSizeFor is the grain of blocks of blockSize bytes: a 256th of a
+// block, rounded up to the alignment, so that a grain is a whole number of
+// pages.
+func grainSizeFor(blockSize int64) int64 {
+	return alignUp((blockSize + maxGrains - 1) / maxGrains)
+}
+
+// chunkSizeFor is the chunk of blocks of blockSize bytes: grainsPerChunk
+// grains, so that a chunk's CRC is its grains' CRCs combined (a sixteenth
+// of a 1 MiB block; a block of fewer than grainsPerChunk grains is one
+// chunk).
 func chunkSizeFor(blockSize int64) int64 {
-	return alignUp((blockSize + maxChunks - 1) / maxChunks)
+	return grainsPerChunk * grainSizeFor(blockSize)
 }
 
-// sumChunks computes the chunk CRCs of data (at most a block).
-func sumChunks(data []byte, chunk int64) (s chunkSums) {
-	for i := 0; int64(i)*chunk < int64(len(data)); i++ {
-		lo := int64(i) * chunk
-		s[i] = checksum(data[lo:min(lo+chunk, int64(len(data)))])
+// sumBlock computes the chunk and grain CRCs of data (at most a block
+// whose grain is grain bytes), reading data once.
+func sumBlock(data []byte, grain int64) (chunks chunkSums, grains grainSums) {
+	full := crcShift(grain) // the same for every grain but a short last one
+	for i := 0; int64(i)*grain < int64(len(data)); i++ {
+		lo := int64(i) * grain
+		hi := min(lo+grain, int64(len(data)))
+		grains[i] = checksum(data[lo:hi])
+		c := &chunks[i/grainsPerChunk]
+		switch {
+		case i%grainsPerChunk == 0:
+			*c = grains[i]
+		case hi-lo == grain:
+			*c = crcCombine(*c, grains[i], full)
+		default:
+			*c = crcCombine(*c, grains[i], crcShift(hi-lo))
+		}
 	}
-	return s
+	return chunks, grains
 }
 
-// verifyChunks checks data, which starts at chunk first of a slot holding
-// length bytes, against sums: every chunk that data reaches into, each of
-// which data must hold to its end (or to length).
-func verifyChunks(data []byte, first int, length, chunk int64, sums *chunkSums) bool {
-	end := min(int64(len(data)), length-int64(first)*chunk)
-	for i, lo := first, int64(0); lo < end; i, lo = i+1, lo+chunk {
-		hi := min(lo+chunk, length-int64(first)*chunk)
-		if i >= maxChunks || hi > int64(len(data)) || checksum(data[lo:hi]) != sums[i] {
+// tableSum is the CRC32C of the grain CRCs as the header stores them: what
+// a small read checks the table it reads back against.
+func (g *grainSums) tableSum() uint32 {
+	var table [grainTableBytes]byte
+	g.encode(table[:])
+	return checksum(table[:])
+}
+
+func (g *grainSums) encode(dst []byte) {
+	for i, sum := range g {
+		binary.LittleEndian.PutUint32(dst[4*i:], sum)
+	}
+}
+
+func (g *grainSums) decode(src []byte) {
+	for i := range g {
+		g[i] = binary.LittleEndian.Uint32(src[4*i:])
+	}
+}
+
+// verifyChunks checks data, which starts at piece first of a slot holding
+// length bytes checked in pieces of size bytes (chunks or grains), against
+// sums: every piece that data reaches into, each of which data must hold
+// to its end (or to length).
+func verifyChunks(data []byte, first int, length, size int64, sums []uint32) bool {
+	end := min(int64(len(data)), length-int64(first)*size)
+	for i, lo := first, int64(0); lo < end; i, lo = i+1, lo+size {
+		hi := min(lo+size, length-int64(first)*size)
+		if i >= len(sums) || hi > int64(len(data)) || checksum(data[lo:hi]) != sums[i] {
 			return false
 		}
 	}
@@ -87,6 +149,7 @@ type slotHeader struct {
 	Length     int64
 	ChunkSize  int64
 	Chunks     chunkSums
+	Grains     grainSums
 	Object     objectID
 	Namespace  string
 	Key        string
@@ -117,6 +180,7 @@ func (h slotHeader) encode(dst []byte) error {
 	for i, sum := range h.Chunks {
 		le.PutUint32(dst[52+4*i:], sum)
 	}
+	h.Grains.encode(dst[grainTableOffset:headerFixed])
 	n := headerFixed
 	n += copy(dst[n:], h.Namespace)
 	n += copy(dst[n:], h.Key)
@@ -159,6 +223,7 @@ func decodeHeader(src []byte, blockSize int64) (slotHeader, headerState) {
 	for i := range h.Chunks {
 		h.Chunks[i] = le.Uint32(src[52+4*i:])
 	}
+	h.Grains.decode(src[grainTableOffset:headerFixed])
 	if nsLen+keyLen+etagLen > maxNamesBytes || h.Length <= 0 || h.Length > blockSize || h.Index < 0 ||
 		h.ChunkSize != chunkSizeFor(blockSize) {
 		return slotHeader{}, headerDamaged

@@ -6,7 +6,7 @@ import (
 )
 
 func TestHeaderRoundTrip(t *testing.T) {
-	h := slotHeader{Generation: 7, Index: 3, Length: 1234, ChunkSize: chunkSizeFor(4096), Chunks: chunkSums{0xdeadbeef},
+	h := slotHeader{Generation: 7, Index: 3, Length: 1234, ChunkSize: chunkSizeFor(4096), Chunks: chunkSums{0xdeadbeef}, Grains: grainSums{1, 2, maxGrains - 1: 0xfeedface},
 		Object: objectIDOf("s3://b/p", "k.tar"), Namespace: "s3://b/p", Key: "k.tar", ETag: `"e"`}
 	buf := alignedBuffer(headerSize)
 	if err := h.encode(buf); err != nil {
@@ -26,6 +26,18 @@ func TestHeaderRoundTrip(t *testing.T) {
 	buf[100] ^= 1
 	if _, st := decodeHeader(buf, 8<<20); st != headerDamaged {
 		t.Fatal("a header of another chunk size decoded as valid")
+	}
+	// The longest names S3 allows fit: a 1024-byte key under a 1024-byte
+	// prefix of a 63-byte bucket, and a multipart ETag.
+	s3 := h
+	s3.Namespace = "s3://" + strings.Repeat("b", 63) + "/" + strings.Repeat("p", 1024)
+	s3.Key = strings.Repeat("k", 1024)
+	s3.ETag = `"` + strings.Repeat("e", 32) + `-10000"`
+	if err := s3.encode(buf); err != nil {
+		t.Fatalf("the longest S3 names do not fit a header: %v", err)
+	}
+	if got, st := decodeHeader(buf, 4096); st != headerValid || got != s3 {
+		t.Fatal("a header with the longest S3 names does not decode as written")
 	}
 	long := h
 	long.Key = strings.Repeat("k", headerSize)

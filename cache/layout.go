@@ -18,8 +18,9 @@ const (
 
 	superSize  = int(alignment)
 	superMagic = "SHARDFS-RING\x00\x00\x00\x00"
-	// superVersion 2: slot headers carry chunk CRCs (header.go).
-	superVersion = 2
+	// superVersion 3: slot headers carry a CRC per grain as well as per
+	// chunk (header.go); 2 had chunk CRCs alone, 1 one CRC per block.
+	superVersion = 3
 	minSlots     = 2
 )
 

@@ -89,9 +89,10 @@ func InspectDir(dir string) (DirStats, error) {
 
 // VerifyDir reads every slot of a cache dir's ring that has a header,
 // including slots superseded by a newer copy of their block, and checks the
-// data's CRC, then recomputes the CRC32C of every whole-shard file and
-// deletes those that differ from their journal record (or have none). It
-// refuses with ErrLocked while a mount owns the dir.
+// data against every CRC its header holds (chunks and grains), then
+// recomputes the CRC32C of every whole-shard file and deletes those that
+// differ from their journal record (or have none). It refuses with
+// ErrLocked while a mount owns the dir.
 func VerifyDir(dir string) (VerifyReport, error) {
 	var rep VerifyReport
 	unlock, err := lockExisting(dir)
@@ -124,6 +125,10 @@ func VerifyDir(dir string) (VerifyReport, error) {
 		default:
 			rep.Checked++
 			err := r.readVerified(slotRef{n: n, length: h.Length, sums: h.Chunks}, buf)
+			if err == nil && !verifyChunks(buf[:h.Length], 0, h.Length, r.grain(), h.Grains[:]) {
+				// The CRCs a small read checks, as well as those a whole-block read does.
+				err = errChecksum
+			}
 			if err == nil {
 				rep.Good++
 				return

@@ -35,6 +35,7 @@ type slot struct {
 	key      blockKey
 	length   int64
 	sums     chunkSums
+	grains   uint32 // CRC32C of the header's grain table (grainSums.tableSum)
 	gen      uint64
 	state    slotState
 	verified bool // read back and CRC-checked since it was written or the ring opened
@@ -47,6 +48,7 @@ type slotRef struct {
 	key      blockKey
 	length   int64
 	sums     chunkSums
+	grains   uint32
 	gen      uint64
 	verified bool
 }
@@ -54,9 +56,10 @@ type slotRef struct {
 // ring is the slot table and index of one ring file. The write head moves
 // circularly and overwrites the oldest slot, skipping pinned ones.
 type ring struct {
-	file  *ringFile
-	geo   geometry
-	stats *counters
+	file   *ringFile
+	geo    geometry
+	stats  *counters
+	tables sync.Pool // *[grainTableBytes]byte: grain tables being read back
 
 	mu        sync.RWMutex
 	slots     []slot
@@ -70,6 +73,7 @@ type ring struct {
 
 func newRing(file *ringFile, geo geometry, stats *counters) *ring {
 	return &ring{
+		tables:  sync.Pool{New: func() any { return new([grainTableBytes]byte) }},
 		file:    file,
 		geo:     geo,
 		stats:   stats,
@@ -101,7 +105,7 @@ func (r *ring) pin(k blockKey) (slotRef, bool) {
 func (r *ring) pinLocked(n int64) slotRef {
 	s := &r.slots[n]
 	s.pins.Add(1)
-	return slotRef{n: n, key: s.key, length: s.length, sums: s.sums, gen: s.gen, verified: s.verified}
+	return slotRef{n: n, key: s.key, length: s.length, sums: s.sums, grains: s.grains, gen: s.gen, verified: s.verified}
 }
 
 func (r *ring) unpin(n int64) { r.slots[n].pins.Add(-1) }
@@ -115,32 +119,47 @@ func (r *ring) readVerified(ref slotRef, buf []byte) error {
 		return err
 	}
 	r.stats.ringBytesRead.Add(uint64(n))
-	if !verifyChunks(buf[:ref.length], 0, ref.length, r.chunk(), &ref.sums) {
+	if !verifyChunks(buf[:ref.length], 0, ref.length, r.chunk(), ref.sums[:]) {
 		return errChecksum
 	}
 	return nil
 }
 
-// readRange reads and checks the chunks of the slot that bytes [lo, hi) of
-// its data lie in, into buf (at least the chunks' size), and returns those
-// bytes: a small read of a block costs its chunks, not the block. The
-// chunks come through the page cache (ringFile.readPaged), where the next
-// small read of them finds them. The slot must be pinned.
+// readRange reads and checks the grains of the slot that bytes [lo, hi) of
+// its data lie in, into buf (at least the grains' size), and returns those
+// bytes: a small read of a block costs its grains, not the block. The grain
+// CRCs come from the slot's header, trusted when their table matches the
+// CRC the ring keeps of it; a table that does not is as a grain that fails.
+// Grains and table come through the page cache (ringFile.readPaged), where
+// the next small read of them finds them. The slot must be pinned.
 func (r *ring) readRange(ref slotRef, lo, hi int64, buf []byte) ([]byte, error) {
-	chunk := r.chunk()
-	first, last := lo/chunk, (hi-1)/chunk
-	data := buf[:min((last+1)*chunk, ref.length)-first*chunk]
-	if err := r.file.readPaged(data, r.geo.dataOffset(ref.n)+first*chunk); err != nil {
+	grain := r.grain()
+	first, last := lo/grain, (hi-1)/grain
+	tablep := r.tables.Get().(*[grainTableBytes]byte)
+	defer r.tables.Put(tablep)
+	table := tablep[:]
+	if err := r.file.readPaged(table, r.geo.headerOffset(ref.n)+grainTableOffset); err != nil {
 		return nil, err
 	}
-	r.stats.ringBytesRead.Add(uint64(len(data)))
-	if !verifyChunks(data, int(first), ref.length, chunk, &ref.sums) {
+	data := buf[:min((last+1)*grain, ref.length)-first*grain]
+	if err := r.file.readPaged(data, r.geo.dataOffset(ref.n)+first*grain); err != nil {
+		return nil, err
+	}
+	r.stats.ringBytesRead.Add(uint64(len(table) + len(data)))
+	if checksum(table) != ref.grains {
 		return nil, errChecksum
 	}
-	return data[lo-first*chunk : hi-first*chunk], nil
+	var sums grainSums
+	sums.decode(table)
+	if !verifyChunks(data, int(first), ref.length, grain, sums[:]) {
+		return nil, errChecksum
+	}
+	return data[lo-first*grain : hi-first*grain], nil
 }
 
 func (r *ring) chunk() int64 { return chunkSizeFor(r.geo.blockSize) }
+
+func (r *ring) grain() int64 { return grainSizeFor(r.geo.blockSize) }
 
 // markVerified records that ref's data passed its CRC check.
 func (r *ring) markVerified(ref slotRef) {
@@ -228,7 +247,7 @@ func (r *ring) generation(n int64) uint64 {
 }
 
 // commit indexes a written slot and drops the writer's pin.
-func (r *ring) commit(n, length int64, sums chunkSums) {
+func (r *ring) commit(n, length int64, sums chunkSums, grains uint32) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	s := &r.slots[n]
@@ -236,6 +255,7 @@ func (r *ring) commit(n, length int64, sums chunkSums) {
 	s.state = slotValid
 	s.length = length
 	s.sums = sums
+	s.grains = grains
 	// Not verified: the CRCs were computed on the bytes handed to the
 	// device, not on what it holds. A lease, whose bytes a client reads
 	// with no check of its own, reads the slot back once first.

@@ -232,7 +232,7 @@ func (r *ring) rebuild(ctx context.Context, validBytes int64) (rebuildReport, er
 			r.forgetLocked(old)
 		}
 		s := &r.slots[n]
-		*s = slot{key: k, length: h.Length, sums: h.Chunks, gen: h.Generation, state: slotValid}
+		*s = slot{key: k, length: h.Length, sums: h.Chunks, grains: h.Grains.tableSum(), gen: h.Generation, state: slotValid}
 		r.index[k] = n
 		r.usedBytes += h.Length
 		r.usedSlots++

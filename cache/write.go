@@ -135,14 +135,14 @@ func (c *Cache) writeRing(r *ring, obj store.Object, blocks []pendingBlock, page
 			r.abort(n)
 			continue
 		}
-		chunk := r.chunk()
-		sums := sumChunks(b.data[:b.size], chunk)
+		chunks, grains := sumBlock(b.data[:b.size], r.grain())
 		h := slotHeader{
 			Generation: r.generation(n),
 			Index:      b.index,
 			Length:     b.size,
-			ChunkSize:  chunk,
-			Chunks:     sums,
+			ChunkSize:  r.chunk(),
+			Chunks:     chunks,
+			Grains:     grains,
 			Object:     objectIDOf(c.cfg.Namespace, obj.Key),
 			Namespace:  c.cfg.Namespace,
 			Key:        obj.Key,
@@ -159,7 +159,7 @@ func (c *Cache) writeRing(r *ring, obj store.Object, blocks []pendingBlock, page
 			failed = true
 			continue
 		}
-		r.commit(n, b.size, sums)
+		r.commit(n, b.size, chunks, grains.tableSum())
 		c.stats.ringWrites.Add(1)
 	}
 }

@@ -181,7 +181,7 @@ func (s *Scheduler) pumpDenseLocked() {
 				// The ring holds these blocks and the RAM tier has no
 				// room for them: copied there, they would push out
 				// blocks read before them. Reads find them in the
-				// ring, a chunk at a time.
+				// ring, a grain at a time.
 				d.next = gap.End
 				continue
 			}

@@ -59,7 +59,7 @@ type Cache interface {
 	// Room is how many bytes of blocks it can keep at once.
 	Room() int64
 	// ReadChunks copies a read inside one block from RAM, or from the
-	// ring reading and checking only the chunks the read lies in, with no
+	// ring reading and checking only the grains the read lies in, with no
 	// copy into RAM.
 	ReadChunks(obj store.Object, p []byte, off int64) (cache.Tier, bool)
 	// RAMFree is how many bytes the RAM tier takes before it evicts.

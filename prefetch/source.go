@@ -30,7 +30,7 @@ import (
 //     and promoted into RAM, where its other samples are found; through a
 //     part, every sample of the block would read and check it again.
 //     Once the RAM tier is full, a random read inside one ring block
-//     reads and checks only the chunks of it that the read lies in
+//     reads and checks only the 4 KiB grains of it that the read lies in
 //     (Cache.ReadChunks), through the page cache, and promotes nothing.
 //  2. The handle's stream: the part that covers the read, in flight or
 //     fetched ahead, or one made now. A part covers a run of blocks that
@@ -126,7 +126,7 @@ func (r *Reader) fromCache(q []byte, off int64) ([]byte, bool) {
 		// The RAM tier is full: a ring block promoted for this read
 		// would push out another that a later read comes back for (an
 		// object larger than the tier, read at random). A read inside
-		// one block then reads and checks only the chunks it lies in.
+		// one block then reads and checks only the grains it lies in.
 		if data, ok := r.readBlockwise(off, int64(len(q)), cache.InRAM); ok {
 			return data, true
 		}

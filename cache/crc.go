@@ -1,0 +1,51 @@
+package cache
+
+import "hash/crc32"
+
+// CRC32C of a concatenation from the CRCs of its parts, so that a block's
+// chunk CRCs come from its grain CRCs without reading the block twice.
+//
+// crc32 keeps its register bit-reflected: bit 31 is the coefficient of x^0
+// and bit 0 that of x^31, and the polynomial is crc32.Castagnoli in that
+// order. Appending n zero bytes to a message multiplies its register by
+// x^(8n) modulo the polynomial; the pre- and post-inversion crc32 applies
+// cancel out of a concatenation, so
+//
+//	crc(A‖B) = crc(A)·x^(8·len(B)) mod P  xor  crc(B)
+
+// crcMul returns a·b modulo the Castagnoli polynomial, both reflected.
+func crcMul(a, b uint32) uint32 {
+	var p uint32
+	for m := uint32(1) << 31; a != 0; m >>= 1 {
+		if a&m != 0 {
+			p ^= b
+			a ^= m
+		}
+		// b·x: the x^31 coefficient wraps around through the polynomial.
+		if b&1 != 0 {
+			b = b>>1 ^ crc32.Castagnoli
+		} else {
+			b >>= 1
+		}
+	}
+	return p
+}
+
+// crcShift is x^(8n) modulo the polynomial: what appending n bytes does to
+// the CRC of what comes before them.
+func crcShift(n int64) uint32 {
+	p, sq := uint32(1)<<31, uint32(1)<<(31-8) // x^0, x^8
+	for ; n > 0; n >>= 1 {
+		if n&1 != 0 {
+			p = crcMul(p, sq)
+		}
+		sq = crcMul(sq, sq)
+	}
+	return p
+}
+
+// crcCombine returns the CRC32C of A‖B from crcA and crcB, shift being
+// crcShift(len(B)).
+func crcCombine(crcA, crcB, shift uint32) uint32 {
+	return crcMul(shift, crcA) ^ crcB
+}

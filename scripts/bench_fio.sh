@@ -19,7 +19,8 @@
 # Needs root (page-cache drops, mounts), fio, s3fs and rclone
 # (scripts/install-deps.sh). Results: RESULT lines in OUT/results.txt and a
 # table in OUT/table.md (OUT defaults to .work/bench-fio). Wrap the run in
-# `flock /tmp/shardfs-bench.lock` on a shared box.
+# `flock /tmp/shardfs-bench.lock` on a shared box. SHARDFS_BIN picks the
+# shardfs binary (default: built from this tree), for A/B runs of two.
 set -euo pipefail
 # shellcheck source=scripts/lib.sh
 source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
@@ -36,7 +37,7 @@ while [ $# -gt 0 ]; do
 	--rounds) ROUNDS=$2; shift ;;
 	--runtime) RUNTIME=$2; shift ;;
 	--out) OUT=$2; shift ;;
-	-h | --help) sed -n '2,22p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+	-h | --help) sed -n '2,23p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
 	*) die "unknown argument $1 (see --help)" ;;
 	esac
 	shift
@@ -50,8 +51,11 @@ mkdir -p "$OUT/mnt" "$OUT/data"
 MNT=$OUT/mnt RES=$OUT/results.txt BUCKET=bench-fio KEY=object.bin
 : >"$RES"
 export SHARDFS_MINIO_STATE=$OUT/minio.env
-SHARDFS=$OUT/shardfs
-go build -o "$SHARDFS" ./cmd/shardfs
+SHARDFS=${SHARDFS_BIN:-$OUT/shardfs}
+if [ -z "${SHARDFS_BIN:-}" ]; then
+	go build -o "$SHARDFS" ./cmd/shardfs
+fi
+[ -x "$SHARDFS" ] || die "SHARDFS_BIN $SHARDFS is not an executable"
 
 DAEMON_PID=
 cleanup() {

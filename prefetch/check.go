@@ -57,7 +57,7 @@ func (s *Scheduler) checkLocked() {
 		panic("prefetch: prefetch budget differs from its parts")
 	case sched != s.sched.inUse || s.sched.inUse > s.cfg.Memory/2:
 		panic("prefetch: schedule budget differs from its parts, or exceeds half the budget")
-	case s.sched.ranges > MaxScheduledRanges+int(s.cfg.PartSize/s.cfg.BlockSize) || s.sched.queued > s.sched.ranges:
+	case s.sched.ranges > MaxScheduledRanges+int(s.cfg.PartSize/s.cfg.BlockSize) || s.sched.queued+s.sched.unkept > s.sched.ranges:
 		panic("prefetch: more ranges queued or kept than the schedule's cap")
 	case dying != s.budget.dying:
 		panic("prefetch: dying budget differs from its parts")

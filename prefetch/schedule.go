@@ -30,9 +30,12 @@ import (
 //     sample's neighbours in the same block are found later. A part over
 //     an object small next to the budget (widensLocked) keeps no range:
 //     it goes once its bytes are in the cache (toCache), like the density
-//     rule's.
-//   - Bounds. At most MaxScheduledRanges ranges are queued or kept by
-//     parts, across maxScheduleOwners owners; past that ranges are refused
+//     rule's. Ranges no part keeps (those, and those whose blocks the RAM
+//     tier held) wait in their owner's unkept list, and a range the reader
+//     got to while it was still queued is read there (schedread.go): both
+//     are the schedule's until read.
+//   - Bounds. At most MaxScheduledRanges ranges are queued, kept by
+//     parts or unkept, across maxScheduleOwners owners; past that ranges are refused
 //     and counted. Ranges the reader has gone past (an owner's range
 //     scheduleReorder later was read) are dropped from the queue and,
 //     once their GET is over, from the parts, and a part made for
@@ -76,7 +79,8 @@ type schedule struct {
 	owners  map[uint64]*scheduleQueue
 	turn    []uint64         // owners with queued ranges, served in turn from turn[0]
 	queued  int              // entries in every queue
-	ranges  int              // ranges queued, plus ranges held by parts (one per part holding it): at most MaxScheduledRanges
+	ranges  int              // ranges queued, plus ranges held by parts (one per part holding it), plus unkept: at most MaxScheduledRanges
+	unkept  int              // ranges in the owners' unkept lists (schedread.go)
 	objects map[objectID]int // ranges counts per object
 	inUse   int64            // budget charged to parts made for the schedule
 	parts   map[*part]struct{}
@@ -97,22 +101,31 @@ type scheduleQueue struct {
 	nextSeq uint64
 	readTo  uint64 // seq of the newest range a read reached, plus one
 	held    int    // refs of this owner held by parts
+	// unkept are the owner's placed ranges no part keeps, in order,
+	// until a read reaches them (schedread.go); active is when the owner
+	// last scheduled ranges or a read reached one.
+	unkept []unkeptRef
+	active time.Time
 }
 
 // schedEntry is a run of coalesced ranges of one object, fetched together.
 type schedEntry struct {
-	obj  store.Object
-	span Range // the blocks of refs, block-aligned (the last block may end at the object's end)
-	next int64 // where placing the entry's parts resumes
-	refs []schedRef
+	obj     store.Object
+	span    Range // the blocks of refs, block-aligned (the last block may end at the object's end)
+	next    int64 // where placing the entry's parts resumes
+	started bool  // placing began: span and next are the parts'
+	refs    []schedRef
 }
 
-// schedRef is one range as the loader scheduled it. A part keeping it
-// counts in left the bytes of it, inside the part, no read has reached.
+// schedRef is one range as the loader scheduled it. left counts the bytes
+// of it no read has reached: of the whole range while queued or unkept, of
+// the part's share in a part keeping it. In an entry, kept says that a
+// part was given it to keep.
 type schedRef struct {
 	owner, seq uint64
 	r          Range
 	left       int64
+	kept       bool
 }
 
 // overlap is how many bytes a and b share.
@@ -237,7 +250,7 @@ func (s *Scheduler) Schedule(owner uint64, ranges []Scheduled) ScheduleResult {
 				}
 			}
 		}
-		ref := schedRef{owner: owner, seq: q.nextSeq, r: r}
+		ref := schedRef{owner: owner, seq: q.nextSeq, r: r, left: r.Len()}
 		q.nextSeq++
 		res.Queued++
 		s.countRangesLocked(sr.Obj, 1)
@@ -257,6 +270,9 @@ func (s *Scheduler) Schedule(owner uint64, ranges []Scheduled) ScheduleResult {
 		}
 		q.entries = append(q.entries, schedEntry{obj: sr.Obj, span: b, next: b.Start, refs: []schedRef{ref}})
 		sc.queued++
+	}
+	if q != nil {
+		q.active = time.Now()
 	}
 	s.stats.ScheduledRanges += int64(res.Queued)
 	sc.sweep = true // and parts held past scheduleHoldFor go
@@ -296,6 +312,8 @@ func (s *Scheduler) pumpScheduleLocked() {
 				}
 				s.dropPassedLocked() // the room may be held for ranges read past
 				continue
+			} else {
+				s.leaveUnkeptLocked(q, e) // placed: what no part keeps waits for its read
 			}
 			s.countRangesLocked(e.obj, -len(e.refs))
 			q.entries[0] = schedEntry{}
@@ -324,6 +342,7 @@ func scheduleSlots(concurrency int) int { return max(concurrency/2, 1) }
 func (s *Scheduler) placeLocked(e *schedEntry, afford func(int64) bool) bool {
 	o := s.objectLocked(e.obj)
 	defer s.tidyLocked(o)
+	e.started = true
 	bs := s.cfg.BlockSize
 	end := min(e.span.End, e.obj.Size)
 	whole := s.widensLocked(o)
@@ -400,11 +419,13 @@ func (s *Scheduler) widensLocked(o *object) bool {
 	return s.cache != nil && o.obj.Size <= s.cfg.Memory/smallObjectDivisor
 }
 
-// keepForScheduleLocked has p keep the refs that overlap it until read.
+// keepForScheduleLocked has p keep the refs that overlap it until read,
+// and marks them kept.
 func (s *Scheduler) keepForScheduleLocked(p *part, refs []schedRef) {
-	for _, ref := range refs {
+	for i, ref := range refs {
 		kept := slices.ContainsFunc(p.sched, func(k schedRef) bool { return k.owner == ref.owner && k.seq == ref.seq })
 		if ref.left = overlap(ref.r, Range{p.off, p.end}); ref.left > 0 && !kept {
+			refs[i].kept = true
 			p.sched = append(p.sched, ref)
 			s.sched.owners[ref.owner].held++
 			s.countRangesLocked(p.o.obj, 1)
@@ -434,11 +455,8 @@ func (s *Scheduler) consumeScheduleLocked(p *part, r Range) {
 		}
 		q := s.sched.owners[ref.owner]
 		q.held--
-		s.countRangesLocked(p.o.obj, -1)
 		owners = append(owners, ref.owner)
-		if ref.seq >= q.readTo {
-			q.readTo, passed = ref.seq+1, true
-		}
+		passed = s.rangeReadLocked(q, p.o.obj, ref) || passed
 		return true
 	})
 	s.stats.ScheduleRead += int64(len(owners))
@@ -465,9 +483,10 @@ const scheduleSweepEvery = 64
 // bytes stay in the cache; the next schedule event lets it go.
 const scheduleHoldFor = 30 * time.Second
 
-// dropPassedLocked drops, from the parts that keep them, the ranges their
-// owner has read past without reading them (they will not be read soon),
-// and the ranges of scheduled parts that arrived scheduleHoldFor ago.
+// dropPassedLocked drops, from the parts that keep them and from the
+// unkept lists, the ranges their owner has read past without reading them
+// (they will not be read soon), the ranges of scheduled parts that arrived
+// scheduleHoldFor ago, and the unkept ranges of owners idle that long.
 func (s *Scheduler) dropPassedLocked() {
 	s.sched.moved, s.sched.sweep = 0, false
 	var freed []*part
@@ -495,6 +514,11 @@ func (s *Scheduler) dropPassedLocked() {
 	}
 	for _, p := range freed {
 		s.releaseScheduledLocked(p)
+	}
+	for owner, q := range s.sched.owners {
+		if s.dropUnkeptLocked(q, now) {
+			owners = append(owners, owner)
+		}
 	}
 	for _, owner := range owners {
 		s.forgetOwnerLocked(owner)
@@ -528,7 +552,7 @@ func (s *Scheduler) dropScheduleOfLocked(p *part) {
 
 // forgetOwnerLocked drops owner's queue once it has nothing queued or held.
 func (s *Scheduler) forgetOwnerLocked(owner uint64) {
-	if q := s.sched.owners[owner]; q != nil && len(q.entries) == 0 && q.held == 0 {
+	if q := s.sched.owners[owner]; q != nil && len(q.entries) == 0 && q.held == 0 && len(q.unkept) == 0 {
 		delete(s.sched.owners, owner)
 	}
 }

@@ -142,7 +142,7 @@ func (s *Scheduler) Close() {
 		}
 		s.registry.hints = nil
 		s.registry.dense = nil
-		s.sched.turn, s.sched.queued, s.sched.ranges = nil, 0, 0
+		s.sched.turn, s.sched.queued, s.sched.ranges, s.sched.unkept = nil, 0, 0, 0
 		clear(s.sched.owners)
 		clear(s.sched.objects)
 		s.notifyLocked()
@@ -200,7 +200,7 @@ func (s *Scheduler) Stats() Stats {
 	st.InUseBytes = s.budget.inUse
 	st.Streams = int64(len(s.registry.streams))
 	st.Running = int64(s.gets.running)
-	st.ScheduleQueued = int64(s.sched.ranges)
+	st.ScheduleQueued = int64(s.sched.ranges - s.sched.unkept)
 	st.ScheduleInUseBytes = s.sched.inUse
 	return st
 }

@@ -126,6 +126,7 @@ func (st *Stream) read(ctx context.Context, p []byte, off int64, inPlace bool) (
 	}
 	plan := st.policy.Read(off, end-off)
 	s.applyLocked(st, plan, Range{off, end})
+	s.readScheduledLocked(st.obj, Range{off, end})
 	s.mu.Unlock()
 
 	cached = true
@@ -164,6 +165,7 @@ func (st *Stream) Observe(off, n int64) {
 	plan := st.policy.Read(off, n)
 	s.applyLocked(st, plan, Range{})
 	end := min(off+n, st.obj.Size)
+	s.readScheduledLocked(st.obj, Range{off, end})
 	for pos := off; pos < end; {
 		p := s.partAt(st.o, pos)
 		if p == nil {

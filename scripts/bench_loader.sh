@@ -10,8 +10,8 @@
 # Knobs: BENCH_SHARDS (48) BENCH_SAMPLES (64 per shard) BENCH_SAMPLE_SIZE (96K)
 #        BENCH_WORKERS (4) BENCH_DATASET (iterable|map) BENCH_REPEAT (3)
 #        BENCH_INTERLEAVE (0; 1: the local and warm runs alternate, one of
-#        each per round, the ratio is given per round, and the cold setting
-#        is skipped)
+#        each per round, which goes first alternating between rounds; the
+#        ratio is given per round, and the cold setting is skipped)
 #        BENCH_DIR (a fresh directory under $TMPDIR, removed at the end)
 #        SHARDFS_BIN (the binary to measure; default: built from this tree)
 set -euo pipefail
@@ -112,8 +112,15 @@ if [ "${BENCH_INTERLEAVE:-0}" = 1 ]; then
 	warm_cache
 	locals=() warms=()
 	for i in $(seq "$REPEAT"); do
-		locals+=("$(runs local : : "$BENCH/local" 1)")
-		warms+=("$(runs warm warm_up warm_down "$MNT" 1)")
+		# Odd rounds run the local copy first, even rounds the mount, so that
+		# a drift in the box's load over a round weighs on both alike.
+		if [ $((i % 2)) = 1 ]; then
+			locals+=("$(runs local : : "$BENCH/local" 1)")
+			warms+=("$(runs warm warm_up warm_down "$MNT" 1)")
+		else
+			warms+=("$(runs warm warm_up warm_down "$MNT" 1)")
+			locals+=("$(runs local : : "$BENCH/local" 1)")
+		fi
 		log "round $i: local ${locals[-1]}, warm ${warms[-1]} samples/s, warm/local $("$SYS_PYTHON" -c "print(f'{${warms[-1]} / ${locals[-1]}:.3f}')")"
 	done
 	LOCAL=$(median "${locals[@]}") WARM=$(median "${warms[@]}")

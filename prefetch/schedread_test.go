@@ -3,6 +3,7 @@ package prefetch
 import (
 	"bytes"
 	"testing"
+	"time"
 
 	"github.com/shardfs/shardfs/cache"
 )
@@ -95,5 +96,47 @@ func TestScheduledSampleReadBeforeItsPartIsNotFetchedAgain(t *testing.T) {
 	if st.ScheduleInUseBytes != 0 || st.ScheduleQueued != 0 || st.InUseBytes != 0 {
 		t.Errorf("after every sample was read: %d bytes held for the schedule, %d in all, %d ranges queued or kept; want none",
 			st.ScheduleInUseBytes, st.InUseBytes, st.ScheduleQueued)
+	}
+}
+
+// A loader that stops reading must not keep its objects the schedule's
+// for ever: once its owner has been idle scheduleHoldFor, the next
+// schedule event drops the ranges no part keeps, and reads of the object
+// are the density rule's again.
+func TestUnkeptRangesOfAnIdleOwnerAreDropped(t *testing.T) {
+	cfg := DefaultConfig()
+	cfg.Memory = 64 * mib
+	c := newRingCache(t, cfg.BlockSize, 64*mib)
+	s := newTestScheduler(t, cfg, &fakeFetcher{}, c)
+	obj := fakeObject("stopped.tar", 32*mib)
+	c.Put(obj, 0, wantBytes(obj, 0, int(8*mib)), cache.ForRandomRead) // blocks 0-7 in RAM: no part
+	var ranges []Scheduled
+	for i := range int64(8) {
+		ranges = append(ranges, Scheduled{Obj: obj, Off: i*mib + 3*kib, Len: 100 * kib})
+	}
+	s.Schedule(1, ranges)
+	s.Schedule(2, nil) // a schedule event while owner 1 is not idle: its ranges stay
+	if st := s.Stats(); st.ScheduleSkipped != 0 {
+		t.Fatalf("%d ranges of an owner that just scheduled them dropped", st.ScheduleSkipped)
+	}
+	s.mu.Lock()
+	q := s.sched.owners[1]
+	if q != nil {
+		q.active = time.Now().Add(-scheduleHoldFor - time.Second)
+	}
+	s.mu.Unlock()
+	if q == nil {
+		t.Fatal("the owner was forgotten with its ranges unread")
+	}
+	s.Schedule(2, nil) // the next event, owner 1 idle since scheduleHoldFor
+	st := settledStats(t, s)
+	if st.ScheduleSkipped != int64(len(ranges)) {
+		t.Errorf("%d ranges dropped, want the idle owner's %d", st.ScheduleSkipped, len(ranges))
+	}
+	for i := range int64(8) {
+		readScheduled(t, s, Scheduled{Obj: obj, Off: (16+i)*mib + 7, Len: kib})
+	}
+	if st := settledStats(t, s); st.DenseObjects != 1 {
+		t.Errorf("%d objects dense after eight random reads past an idle owner's schedule, want 1", st.DenseObjects)
 	}
 }

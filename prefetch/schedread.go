@@ -38,8 +38,14 @@ type unkeptRef struct {
 
 // scheduleReadScan bounds the ranges one read looks at in each owner's
 // queue and unkept list, from the head: the reader reads near both heads,
-// out of order by up to scheduleReorder either way.
+// out of order by up to scheduleReorder either way. Ranges from
+// readHorizon on are not looked at either: a reader in order, give or take
+// scheduleReorder, is not there yet.
 const scheduleReadScan = 2 * scheduleReorder
+
+// readHorizon is the seq of q's first range a read now is taken not to be
+// of: scheduleReorder past the newest range read.
+func (q *scheduleQueue) readHorizon() uint64 { return q.readTo + scheduleReorder }
 
 // readScheduledLocked records a read of r of obj against the ranges of
 // every owner that no part keeps.
@@ -89,7 +95,8 @@ func (s *Scheduler) readRefsLocked(q *scheduleQueue, obj store.Object, refs []sc
 // are still to be made shrinks to the blocks of the ranges left.
 func (s *Scheduler) readQueuedLocked(owner uint64, q *scheduleQueue, id objectID, r Range) (passed, read bool) {
 	sc := &s.sched
-	for i, seen := 0, 0; i < len(q.entries) && seen < scheduleReadScan; i++ {
+	horizon := q.readHorizon()
+	for i, seen := 0, 0; i < len(q.entries) && seen < scheduleReadScan && q.entries[i].refs[0].seq < horizon; i++ {
 		e := &q.entries[i]
 		seen += len(e.refs)
 		if (objectID{e.obj.Key, e.obj.ETag}) != id || overlap(e.span, r) == 0 {
@@ -126,7 +133,10 @@ func (s *Scheduler) readQueuedLocked(owner uint64, q *scheduleQueue, id objectID
 
 // readUnkeptLocked has r read the unkept ranges of q that it overlaps.
 func (s *Scheduler) readUnkeptLocked(q *scheduleQueue, id objectID, r Range) (passed, read bool) {
-	k := min(len(q.unkept), scheduleReadScan)
+	horizon, k := q.readHorizon(), 0
+	for k < min(len(q.unkept), scheduleReadScan) && q.unkept[k].ref.seq < horizon {
+		k++
+	}
 	head := q.unkept[:0]
 	for _, u := range q.unkept[:k] {
 		if (objectID{u.obj.Key, u.obj.ETag}) == id {

@@ -128,7 +128,10 @@ if [ "${BENCH_INTERLEAVE:-0}" = 1 ]; then
 		"$DATASET" "$WORKERS" "$SHARDS" $((SHARDS * SAMPLES)) "$((BYTES / 1000000))" "$REPEAT"
 	printf 'local copy samples/s: %s (median %s)\n' "${locals[*]}" "$LOCAL"
 	printf 'shardfs warm samples/s: %s (median %s)\n' "${warms[*]}" "$WARM"
-	printf 'warm / local, median of the rounds: %s\n' "$("$SYS_PYTHON" -c "print(f'{$WARM / $LOCAL:.3f}')")"
+	RATIOS=$("$SYS_PYTHON" -c 'import sys; print(" ".join(f"{float(w) / float(l):.3f}" for l, w in zip(sys.argv[1].split(), sys.argv[2].split())))' "${locals[*]}" "${warms[*]}")
+	# shellcheck disable=SC2086 # one argument per round
+	printf 'warm / local per round: %s (median %s)\n' "$RATIOS" "$(median $RATIOS)"
+	printf 'warm / local, ratio of the medians: %s\n' "$("$SYS_PYTHON" -c "print(f'{$WARM / $LOCAL:.3f}')")"
 	exit 0
 fi
 

@@ -1,6 +1,9 @@
 package cache
 
-import "fmt"
+import (
+	"fmt"
+	"strings"
+)
 
 // Defaults of a Config; the command's flags show and use these.
 const (
@@ -41,7 +44,13 @@ type Config struct {
 	Size       int64  // ring bytes, never exceeded by the ring's files
 	MemorySize int64  // RAM tier bytes; 0 disables the RAM tier
 	BlockSize  int64  // bytes per block, a multiple of 4 KiB
-	Namespace  string // the source, e.g. "s3://bucket/prefix"; part of every block's identity
+	// Namespace and KeyPrefix place the source's objects: a block's
+	// identity is Namespace, KeyPrefix + the object's key (as the store
+	// lists it, relative to the source) and its ETag. For s3://bucket/wds
+	// they are "s3://bucket/" and "wds/", so a ring warmed from the whole
+	// bucket serves a mount of the prefix, and the other way round.
+	Namespace string
+	KeyPrefix string // "" or ends with "/"
 
 	// WholeShardPercent is the share of Size kept for whole-shard files
 	// (CACHE_DIR/shards); the ring gets the rest. 0: no whole files.
@@ -75,6 +84,8 @@ func (c Config) Validate() error {
 		return fmt.Errorf("cache size %d: must not be negative", c.Size)
 	case c.WholeShardPercent < 0 || c.WholeShardPercent > maxWholeShardPercent:
 		return fmt.Errorf("whole-shard share %d%%: must be 0 to %d", c.WholeShardPercent, maxWholeShardPercent)
+	case c.KeyPrefix != "" && !strings.HasSuffix(c.KeyPrefix, "/"):
+		return fmt.Errorf("cache key prefix %q: must be empty or end with /", c.KeyPrefix)
 	}
 	if c.Dir != "" {
 		smallest := geometry{blockSize: c.BlockSize, slots: minSlots}.fileSize()

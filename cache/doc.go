@@ -1,5 +1,7 @@
 // Package cache owns the local copies of shard bytes: fixed-size blocks of
-// one object version, keyed by (namespace, key, ETag, block index), kept in
+// one object version, keyed by (namespace, key, ETag, block index) where
+// the namespace is the bucket and the key the object's full key in it
+// (Config.KeyPrefix + the key the source lists), kept in
 // a RAM tier (ristretto) and in a persistent ring of preallocated slots in
 // a cache directory on local NVMe.
 //

@@ -125,7 +125,7 @@ func mustMiss(t *testing.T, c *Cache, o testObject, off, n int64) {
 // slotOf returns the ring slot holding block index of o.
 func slotOf(t *testing.T, c *Cache, o testObject, index int64) int64 {
 	t.Helper()
-	k := blockKey{version: versionOfObject(c.cfg.Namespace, o.obj), index: index}
+	k := blockKey{version: c.cfg.version(o.obj), index: index}
 	c.ring.mu.RLock()
 	defer c.ring.mu.RUnlock()
 	n, ok := c.ring.index[k]

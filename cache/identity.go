@@ -43,8 +43,14 @@ func versionOf(namespace, key, etag string) versionID {
 	return versionID(hashFields("version", namespace, key, etag))
 }
 
-func versionOfObject(namespace string, obj store.Object) versionID {
-	return versionOf(namespace, obj.Key, obj.ETag)
+// key is obj's key where the cache names it: under KeyPrefix, so that
+// the blocks of s3://bucket/wds/a.tar are the same blocks whether they
+// were cached through a mount of s3://bucket or of s3://bucket/wds.
+func (c Config) key(obj store.Object) string { return c.KeyPrefix + obj.Key }
+
+// version is the versionID of obj's blocks in this cache.
+func (c Config) version(obj store.Object) versionID {
+	return versionOf(c.Namespace, c.key(obj), obj.ETag)
 }
 
 // memKey is the RAM tier's key for a block.

@@ -3,6 +3,7 @@ package cache
 import (
 	"fmt"
 	"math/rand/v2"
+	"strings"
 	"testing"
 )
 
@@ -150,5 +151,44 @@ func TestCloseKeepsCountersAndRingIntact(t *testing.T) {
 	c = openCache(t, Config{Dir: dir, Size: cfg.Size, BlockSize: testBlock, Namespace: "mem://test"})
 	for _, o := range objs {
 		mustRead(t, c, o, 0, o.obj.Size)
+	}
+}
+
+// A ring filled through a source's bucket serves a source of a prefix in
+// it (and the other way round): the cache names an object by its key in
+// the bucket, not by its key under the source.
+func TestARingWarmedFromTheBucketServesAMountOfItsPrefix(t *testing.T) {
+	dir := t.TempDir()
+	bucket := ringConfig(dir, 64)
+	bucket.Namespace = "s3://b/"
+	whole := newTestObject("wds/shard-0.tar", 3*testBlock+7) // its key as a mount of s3://b lists it
+	c := openCache(t, bucket)
+	whole.putAll(c, 1)
+	if err := c.Close(); err != nil {
+		t.Fatal(err)
+	}
+
+	prefix := bucket
+	prefix.KeyPrefix = "wds/"
+	under := whole
+	under.obj.Key = "shard-0.tar" // the same object as a mount of s3://b/wds lists it
+	c = openCache(t, prefix)
+	mustRead(t, c, under, 0, under.obj.Size)
+	mustRead(t, c, under, testBlock+3, 100)
+	if err := c.Close(); err != nil {
+		t.Fatal(err)
+	}
+
+	other := bucket
+	other.KeyPrefix = "other/"
+	c = openCache(t, other)
+	mustMiss(t, c, under, 0, 10) // s3://b/other/shard-0.tar is another object
+}
+
+func TestAKeyPrefixEndsWithASlash(t *testing.T) {
+	cfg := ringConfig(t.TempDir(), 64)
+	cfg.KeyPrefix = "wds"
+	if err := cfg.Validate(); err == nil || !strings.Contains(err.Error(), `"wds"`) {
+		t.Fatalf("Validate of key prefix %q = %v; want an error naming it", cfg.KeyPrefix, err)
 	}
 }

@@ -232,7 +232,7 @@ func (c *Cache) MakeWholeFile(ctx context.Context, obj store.Object) (bool, erro
 		return false, nil
 	}
 	defer c.leave()
-	name := wholeName(versionOfObject(c.cfg.Namespace, obj))
+	name := wholeName(c.cfg.version(obj))
 	if c.whole.has(name) {
 		return true, nil
 	}
@@ -246,7 +246,7 @@ func (c *Cache) MakeWholeFile(ctx context.Context, obj store.Object) (bool, erro
 		c.whole.unreserve(name, obj.Size)
 		return false, err
 	}
-	r := wholeRecord{Name: name, Key: obj.Key, ETag: obj.ETag, Size: obj.Size, Sum: sum}
+	r := wholeRecord{Name: name, Key: c.cfg.key(obj), ETag: obj.ETag, Size: obj.Size, Sum: sum}
 	if err := c.whole.commit(r); err != nil {
 		os.Remove(tmp)
 		return false, fmt.Errorf("whole-shard file of %s: %w", obj.Key, err)
@@ -293,7 +293,7 @@ func (c *Cache) OpenWholeFile(obj store.Object) (*os.File, bool) {
 		return nil, false
 	}
 	defer c.leave()
-	f, ok := c.whole.open(wholeName(versionOfObject(c.cfg.Namespace, obj)), obj.Size)
+	f, ok := c.whole.open(wholeName(c.cfg.version(obj)), obj.Size)
 	if ok {
 		c.stats.wholeOpens.Add(1)
 	}
@@ -306,7 +306,7 @@ func (c *Cache) HasWholeFile(obj store.Object) bool {
 		return false
 	}
 	defer c.leave()
-	return c.whole.has(wholeName(versionOfObject(c.cfg.Namespace, obj)))
+	return c.whole.has(wholeName(c.cfg.version(obj)))
 }
 
 // WholeFilesDir is the directory of the whole-shard files, "" when the

@@ -136,7 +136,7 @@ func TestWholeFileEvictionKeepsOpenDescriptors(t *testing.T) {
 	if c.HasWholeFile(a.obj) {
 		t.Fatal("a was not evicted")
 	}
-	if _, err := os.Stat(filepath.Join(wholeDir(dir), wholeName(versionOfObject(cfg.Namespace, a.obj)))); !os.IsNotExist(err) {
+	if _, err := os.Stat(filepath.Join(wholeDir(dir), wholeName(cfg.version(a.obj)))); !os.IsNotExist(err) {
 		t.Fatalf("a's file is still in the dir: %v", err)
 	}
 	got, err := io.ReadAll(io.NewSectionReader(open, 0, size+1))
@@ -158,7 +158,7 @@ func TestUnvouchedWholeFilesAreDropped(t *testing.T) {
 	c.Close()
 	wdir := wholeDir(dir)
 	path := func(o testObject) string {
-		return filepath.Join(wdir, wholeName(versionOfObject(cfg.Namespace, o.obj)))
+		return filepath.Join(wdir, wholeName(cfg.version(o.obj)))
 	}
 	// A file cut short after its rename (a disk that lost its tail).
 	if err := os.Truncate(path(short), 2*testBlock); err != nil {
@@ -198,7 +198,7 @@ func TestVerifyDropsAFlippedWholeFile(t *testing.T) {
 	mustMakeWhole(t, c, good)
 	mustMakeWhole(t, c, flipped)
 	c.Close()
-	path := filepath.Join(wholeDir(dir), wholeName(versionOfObject(cfg.Namespace, flipped.obj)))
+	path := filepath.Join(wholeDir(dir), wholeName(cfg.version(flipped.obj)))
 	patchFile(t, path, 3*testBlock+5, []byte{flipped.data[3*testBlock+5] ^ 0x10})
 
 	rep, err := VerifyDir(dir)

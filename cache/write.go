@@ -53,7 +53,7 @@ func (c *Cache) put(obj store.Object, off int64, data []byte, place Placement) {
 		c.ram.settle()
 		room = c.ram.free()
 	}
-	ver := versionOfObject(c.cfg.Namespace, obj)
+	ver := c.cfg.version(obj)
 	var blocks []pendingBlock
 	var pooled []*[]byte
 	defer func() {
@@ -143,9 +143,9 @@ func (c *Cache) writeRing(r *ring, obj store.Object, blocks []pendingBlock, page
 			ChunkSize:  r.chunk(),
 			Chunks:     chunks,
 			Grains:     grains,
-			Object:     objectIDOf(c.cfg.Namespace, obj.Key),
+			Object:     objectIDOf(c.cfg.Namespace, c.cfg.key(obj)),
 			Namespace:  c.cfg.Namespace,
-			Key:        obj.Key,
+			Key:        c.cfg.key(obj),
 			ETag:       obj.ETag,
 		}
 		if err := h.encode(hdr); err != nil {

@@ -77,6 +77,23 @@ func TestCacheSurvivesRemount(t *testing.T) {
 	}
 }
 
+// TestWarmOfTheBucketServesAMountOfAPrefix: the cache names objects by
+// their keys in the bucket, so `shardfs warm s3://bucket` serves a later
+// mount of s3://bucket/prefix without a request to the store.
+func TestWarmOfTheBucketServesAMountOfAPrefix(t *testing.T) {
+	cache := cacheFlags(t.TempDir(), "512MiB")
+	bucket := "s3://" + e2e.bucket
+	mustRun(t, e2e.env(), warmTimeout, append([]string{"warm", bucket, "--endpoint-url", e2e.minio.url}, cache...)...)
+
+	m := mountShardfs(t, e2e.source(), cache...)
+	checkShards(t, m.dir, e2e.objects)
+	st := mountStats(t, m.dir)
+	if st["store_gets_total"] != 0 {
+		t.Errorf("a mount of %s after a warm of %s sent %v GETs (%v bytes); want 0",
+			e2e.source(), bucket, st["store_gets_total"], st["store_bytes_total"])
+	}
+}
+
 // TestCacheAfterWarmKilled: kill -9 of a warm in the middle leaves a cache
 // whose complete blocks still hit and whose bytes all read back correct.
 func TestCacheAfterWarmKilled(t *testing.T) {

@@ -25,6 +25,17 @@ type backend struct {
 	objects []store.Object // the first listing
 }
 
+// cacheNames is where the cache files the source's objects: an S3
+// source's keys under its bucket (its prefix becomes part of every key),
+// so that one warm of a bucket serves mounts of its prefixes; a local
+// source under its directory.
+func (b *backend) cacheNames() (namespace, keyPrefix string) {
+	if b.src.IsS3() {
+		return store.Source{Bucket: b.src.Bucket}.String(), b.src.Prefix
+	}
+	return b.retry.String(), ""
+}
+
 // openStore parses SOURCE and builds its store, without listing it.
 func openStore(ctx context.Context, cfg sourceConfig, arg string, log *slog.Logger) (*backend, error) {
 	src, err := store.ParseSource(arg)

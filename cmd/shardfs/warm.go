@@ -144,7 +144,7 @@ func runWarm(c *cli.Context) error {
 		fmt.Fprintf(c.App.ErrWriter, "warming through the mount at %s (pid %d)\n", owner.MountPoint, owner.PID)
 		res = warmThroughMount(ctx, c.App.ErrWriter, owner.MountPoint, objs, workers, int(partSize))
 	} else {
-		cc, err := openCache(ctx, cacheCfg, b.retry.String(), log)
+		cc, err := openCache(ctx, cacheCfg, b, log)
 		if err != nil {
 			return err
 		}

@@ -40,7 +40,7 @@ func newMountWiring(ctx context.Context, cfg mountConfig, source, mountpoint str
 	if err != nil {
 		return nil, err
 	}
-	m.cache, err = openCache(ctx, cfg.Cache, m.backend.retry.String(), log)
+	m.cache, err = openCache(ctx, cfg.Cache, m.backend, log)
 	if err != nil {
 		return nil, err
 	}
@@ -134,8 +134,8 @@ func (m *mountWiring) Close() {
 }
 
 // openCache opens the cache cfg describes for one source.
-func openCache(ctx context.Context, cfg cache.Config, namespace string, log *slog.Logger) (*cache.Cache, error) {
-	cfg.Namespace = namespace
+func openCache(ctx context.Context, cfg cache.Config, b *backend, log *slog.Logger) (*cache.Cache, error) {
+	cfg.Namespace, cfg.KeyPrefix = b.cacheNames()
 	cc, err := cache.Open(ctx, cfg, log)
 	if err != nil {
 		if errors.Is(err, cache.ErrLocked) {

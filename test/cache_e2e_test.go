@@ -217,8 +217,9 @@ func TestCacheCorruptRingRefetched(t *testing.T) {
 		t.Errorf("cache verify names %d bad slots, want %d:\n%s", len(bad), len(corrupted), r.stdout)
 	}
 	for _, o := range corrupted {
-		if !strings.Contains(r.stdout, strconv.Quote(o.key)) {
-			t.Errorf("cache verify does not name %s:\n%s", o.key, r.stdout)
+		key := e2e.prefix + "/" + o.key // the cache names an object by its key in the bucket
+		if !strings.Contains(r.stdout, strconv.Quote(key)) {
+			t.Errorf("cache verify does not name %s:\n%s", key, r.stdout)
 		}
 	}
 

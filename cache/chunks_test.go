@@ -26,26 +26,30 @@ func readChunks(t *testing.T, c *Cache, o testObject, off, n int64) uint64 {
 }
 
 // A small read of a ring block reads and checks the grains it lies in and
-// the grain table of its header, not the block (16 KiB test blocks: four
-// grains of 4 KiB).
+// the grain table of its header, not the block, once the page cache holds
+// them; the first read of grains it does not hold reads their chunks into
+// it (16 KiB test blocks: four grains of 4 KiB, one chunk).
 func TestSmallReadsOfARingBlockCostTheirGrains(t *testing.T) {
 	dir := t.TempDir()
 	c := openCache(t, ringConfig(dir, 16))
 	grain := grainSizeFor(testBlock)
 	o := newTestObject("grains.tar", 3*testBlock+5000) // a short last block
-	o.putAll(c, 4)
+	o.putAll(c, 4)                                     // written with O_DIRECT: none in the page cache
 	for _, tc := range []struct {
 		name   string
 		off, n int64
 		want   uint64
 	}{
-		{"100 bytes inside one grain", testBlock + grain + 7, 100, uint64(grain + grainTableBytes)},
+		{"100 bytes inside one grain, first", testBlock + grain + 7, 100, uint64(testBlock + grainTableBytes)},
+		{"100 bytes inside another grain", testBlock + 3*grain + 7, 100, uint64(grain + grainTableBytes)},
 		{"a read across two grains", testBlock + 2*grain - 50, 100, uint64(2*grain + grainTableBytes)},
-		{"a whole grain", 2 * testBlock, grain, uint64(grain + grainTableBytes)},
+		{"a whole grain, first", 2 * testBlock, grain, uint64(testBlock + grainTableBytes)},
+		{"a whole grain", 2*testBlock + grain, grain, uint64(grain + grainTableBytes)},
+		{"the short last block's tail, first", 3*testBlock + 4900, 100, uint64(5000 + grainTableBytes)},
 		{"the short last block's tail", 3*testBlock + 4900, 100, uint64(5000 - grain + grainTableBytes)},
 	} {
 		if got := readChunks(t, c, o, tc.off, tc.n); got != tc.want {
-			t.Errorf("%s: the ring's disk gave %d bytes, want %d", tc.name, got, tc.want)
+			t.Errorf("%s: the ring gave %d bytes, want %d", tc.name, got, tc.want)
 		}
 	}
 	if _, ok := c.ReadChunks(o.obj, make([]byte, 200), 2*testBlock-100); ok {
@@ -70,16 +74,23 @@ func TestSmallReadsOfARingBlockCostTheirGrains(t *testing.T) {
 }
 
 // In a ring of 1 MiB blocks, a 4 KiB read costs its 4 KiB grain and the
-// 1 KiB grain table, where it cost a 64 KiB chunk in format 2.
+// 1 KiB grain table, where it cost a 64 KiB chunk in format 2; the first
+// read of a chunk the page cache does not hold reads the chunk.
 func TestA4KiBReadOfA1MiBRingBlockCosts5KiB(t *testing.T) {
 	const bs = 1 << 20
 	dir := t.TempDir()
 	c := openCache(t, Config{Dir: dir, Size: geometry{blockSize: bs, slots: 4}.fileSize(), BlockSize: bs, Namespace: "mem://test"})
 	o := newTestObject("big.tar", 2*bs)
 	o.putAll(c, 2)
-	for _, off := range []int64{0, bs + 37*4096, 2*bs - 4096} {
-		if got := readChunks(t, c, o, off, 4096); got != 4096+grainTableBytes {
-			t.Errorf("a 4 KiB read at %d: the ring's disk gave %d bytes, want %d", off, got, 4096+grainTableBytes)
+	for _, at := range []int64{0, bs + 37*4096, 2*bs - 4096} {
+		chunk := at / (64 << 10) * (64 << 10)
+		if got := readChunks(t, c, o, at, 4096); got != 64<<10+grainTableBytes {
+			t.Errorf("the first 4 KiB read at %d: the ring gave %d bytes, want its chunk and table, %d", at, got, 64<<10+grainTableBytes)
+		}
+		for _, off := range []int64{chunk, chunk + 15*4096, chunk + 7*4096 + 100} {
+			if got := readChunks(t, c, o, off, 4096-off%4096); got != 4096+grainTableBytes {
+				t.Errorf("a 4 KiB read at %d: the ring gave %d bytes, want %d", off, got, 4096+grainTableBytes)
+			}
 		}
 	}
 }

@@ -69,6 +69,14 @@ func (r *ringFile) readFull(p []byte, off int64) error {
 // O_DIRECT's alignment, and leaves the pages there (see ringFile).
 func (r *ringFile) readPaged(p []byte, off int64) error { return r.readAt(r.paged, p, off) }
 
+// readCached fills p from off through the page cache when every byte of
+// it is there, and reports whether it did; it never waits for the disk
+// (preadv2 with RWF_NOWAIT: a kernel without it reports false).
+func (r *ringFile) readCached(p []byte, off int64) bool {
+	n, err := unix.Preadv2(int(r.paged.Fd()), [][]byte{p}, off, unix.RWF_NOWAIT)
+	return err == nil && n == len(p)
+}
+
 // readAt fills p from off of f, one of the ring file's descriptors; a
 // short read is an error.
 func (r *ringFile) readAt(f *os.File, p []byte, off int64) error {

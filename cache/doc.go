@@ -17,8 +17,9 @@
 // page cache (O_DIRECT, or fadvise where O_DIRECT is refused) so a block is
 // never held in RAM twice, with one exception: the blocks of random
 // readers that the RAM tier has no room for are written, and their small
-// reads (ReadChunks, a random reader's samples, each reading and checking
-// its own 4 KiB grains) read, through the page cache, which keeps them in
+// reads (ReadChunks, a random reader's samples, each checking its own
+// 4 KiB grains, and reading their 64 KiB chunks when the page cache lacks
+// them) read, through the page cache, which keeps them in
 // the memory the RAM tier leaves free for the block's next samples; every
 // read still checks them.
 //

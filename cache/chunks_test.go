@@ -8,6 +8,8 @@ import (
 	"os"
 	"strings"
 	"testing"
+
+	"golang.org/x/sys/unix"
 )
 
 // readChunks reads [off, off+n) of o with ReadChunks and returns how many
@@ -25,6 +27,54 @@ func readChunks(t *testing.T, c *Cache, o testObject, off, n int64) uint64 {
 	return c.Stats().RingBytesRead - before
 }
 
+// coldBlock drops block index of o from the page cache, so that the next
+// small read of it starts cold whatever the page cache held: a test cannot
+// know that otherwise (this VM's kernel reclaims idle pages on its own).
+func coldBlock(t *testing.T, c *Cache, dir string, o testObject, index int64) {
+	t.Helper()
+	f, err := os.Open(ringPath(dir))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	geo := c.ring.geo
+	if err := unix.Fadvise(int(f.Fd()), geo.dataOffset(slotOf(t, c, o, index)), geo.blockSize, unix.FADV_DONTNEED); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// firstRead is readChunks of [off, off+n) of o just after coldBlock: it
+// must read the chunks the range lies in (their cost is chunks, the table
+// included), and leave them in the page cache for the block's next small
+// reads.
+func firstRead(t *testing.T, c *Cache, dir string, o testObject, off, n int64, chunks uint64) {
+	t.Helper()
+	if got := readChunks(t, c, o, off, n); got != chunks {
+		t.Errorf("the first read at %d (+%d): the ring gave %d bytes, want its chunks and the table, %d", off, n, got, chunks)
+	}
+	bs, chunk, page := c.cfg.BlockSize, c.ring.chunk(), int64(os.Getpagesize())
+	index := off / bs
+	start := (off - index*bs) / chunk * chunk
+	end := min(((off-index*bs+n-1)/chunk+1)*chunk, blockLength(o.obj, bs, index))
+	end = (end + page - 1) / page * page
+	at := c.ring.geo.dataOffset(slotOf(t, c, o, index))
+	if r := residentRange(t, ringPath(dir), at+start, end-start); r != end-start {
+		t.Errorf("after the first read at %d the page cache holds %d of the %d bytes of its chunks", off, r, end-start)
+	}
+}
+
+// readChunksWarm is readChunks of bytes an earlier read brought into the
+// page cache: when it costs more than want, it reads them once more and
+// returns what that cost, since the kernel may have reclaimed the pages in
+// between (the second read finds what the first brought back).
+func readChunksWarm(t *testing.T, c *Cache, o testObject, off, n int64, want uint64) uint64 {
+	t.Helper()
+	if got := readChunks(t, c, o, off, n); got == want {
+		return got
+	}
+	return readChunks(t, c, o, off, n)
+}
+
 // A small read of a ring block reads and checks the grains it lies in and
 // the grain table of its header, not the block, once the page cache holds
 // them; the first read of grains it does not hold reads their chunks into
@@ -38,17 +88,23 @@ func TestSmallReadsOfARingBlockCostTheirGrains(t *testing.T) {
 	for _, tc := range []struct {
 		name   string
 		off, n int64
+		first  bool // the first read of its block: the block is made cold before it
 		want   uint64
 	}{
-		{"100 bytes inside one grain, first", testBlock + grain + 7, 100, uint64(testBlock + grainTableBytes)},
-		{"100 bytes inside another grain", testBlock + 3*grain + 7, 100, uint64(grain + grainTableBytes)},
-		{"a read across two grains", testBlock + 2*grain - 50, 100, uint64(2*grain + grainTableBytes)},
-		{"a whole grain, first", 2 * testBlock, grain, uint64(testBlock + grainTableBytes)},
-		{"a whole grain", 2*testBlock + grain, grain, uint64(grain + grainTableBytes)},
-		{"the short last block's tail, first", 3*testBlock + 4900, 100, uint64(5000 + grainTableBytes)},
-		{"the short last block's tail", 3*testBlock + 4900, 100, uint64(5000 - grain + grainTableBytes)},
+		{"100 bytes inside one grain, first", testBlock + grain + 7, 100, true, uint64(testBlock + grainTableBytes)},
+		{"100 bytes inside another grain", testBlock + 3*grain + 7, 100, false, uint64(grain + grainTableBytes)},
+		{"a read across two grains", testBlock + 2*grain - 50, 100, false, uint64(2*grain + grainTableBytes)},
+		{"a whole grain, first", 2 * testBlock, grain, true, uint64(testBlock + grainTableBytes)},
+		{"a whole grain", 2*testBlock + grain, grain, false, uint64(grain + grainTableBytes)},
+		{"the short last block's tail, first", 3*testBlock + 4900, 100, true, uint64(5000 + grainTableBytes)},
+		{"the short last block's tail", 3*testBlock + 4900, 100, false, uint64(5000 - grain + grainTableBytes)},
 	} {
-		if got := readChunks(t, c, o, tc.off, tc.n); got != tc.want {
+		if tc.first {
+			coldBlock(t, c, dir, o, tc.off/testBlock)
+			firstRead(t, c, dir, o, tc.off, tc.n, tc.want)
+			continue
+		}
+		if got := readChunksWarm(t, c, o, tc.off, tc.n, tc.want); got != tc.want {
 			t.Errorf("%s: the ring gave %d bytes, want %d", tc.name, got, tc.want)
 		}
 	}
@@ -84,11 +140,10 @@ func TestA4KiBReadOfA1MiBRingBlockCosts5KiB(t *testing.T) {
 	o.putAll(c, 2)
 	for _, at := range []int64{0, bs + 37*4096, 2*bs - 4096} {
 		chunk := at / (64 << 10) * (64 << 10)
-		if got := readChunks(t, c, o, at, 4096); got != 64<<10+grainTableBytes {
-			t.Errorf("the first 4 KiB read at %d: the ring gave %d bytes, want its chunk and table, %d", at, got, 64<<10+grainTableBytes)
-		}
+		coldBlock(t, c, dir, o, at/bs)
+		firstRead(t, c, dir, o, at, 4096, 64<<10+grainTableBytes)
 		for _, off := range []int64{chunk, chunk + 15*4096, chunk + 7*4096 + 100} {
-			if got := readChunks(t, c, o, off, 4096-off%4096); got != 4096+grainTableBytes {
+			if got := readChunksWarm(t, c, o, off, 4096-off%4096, 4096+grainTableBytes); got != 4096+grainTableBytes {
 				t.Errorf("a 4 KiB read at %d: the ring gave %d bytes, want %d", off, got, 4096+grainTableBytes)
 			}
 		}

@@ -70,10 +70,23 @@ func (r *ringFile) readFull(p []byte, off int64) error {
 func (r *ringFile) readPaged(p []byte, off int64) error { return r.readAt(r.paged, p, off) }
 
 // readCached fills p from off through the page cache when every byte of
-// it is there, and reports whether it did; it never waits for the disk
-// (preadv2 with RWF_NOWAIT: a kernel without it reports false).
+// it is there, and reports whether it did. It asks the page cache first
+// (cachestat(2), Linux 6.5): reading a page that is not there would start
+// disk I/O for that page alone (even preadv2 with RWF_NOWAIT starts it, and
+// a fast disk may finish it before the call returns), where the caller
+// reads the page's whole chunk instead. A kernel without cachestat reports
+// false, and the caller reads chunks. RWF_NOWAIT still guards the read
+// against a page reclaimed since the question.
 func (r *ringFile) readCached(p []byte, off int64) bool {
-	n, err := unix.Preadv2(int(r.paged.Fd()), [][]byte{p}, off, unix.RWF_NOWAIT)
+	page := int64(os.Getpagesize())
+	lo, hi := off/page*page, (off+int64(len(p))+page-1)/page*page
+	var st unix.Cachestat_t
+	fd := r.paged.Fd()
+	if unix.Cachestat(uint(fd), &unix.CachestatRange{Off: uint64(lo), Len: uint64(hi - lo)}, &st, 0) != nil ||
+		int64(st.Cache)*page < hi-lo {
+		return false
+	}
+	n, err := unix.Preadv2(int(fd), [][]byte{p}, off, unix.RWF_NOWAIT)
 	return err == nil && n == len(p)
 }
 

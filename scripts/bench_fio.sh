@@ -5,7 +5,10 @@
 # each block size and job count, page cache dropped and every mount fresh
 # and cold: shardfs with its RAM tier alone (shardfs) and with an empty ring
 # in a fresh --cache-dir (shardfs-ring; s3fs keeps what it reads in
-# temporary files on disk too), s3fs and rclone (--vfs-cache-mode off). The systems take turns within each setting, in a different
+# temporary files on disk too), the same with --page-cache direct
+# (shardfs-ring-direct: the kernel keeps no pages of the object, every read
+# goes to the daemon, straight into the reader's buffer), s3fs and rclone
+# (--vfs-cache-mode off). The systems take turns within each setting, in a different
 # order each round. Per run: MiB/s (fio's aggregate), the bytes MinIO sent
 # (its node minio_s3_traffic_sent_bytes counter, so every system is counted the
 # same way) and the daemon's CPU seconds (/proc/PID/stat). A run stops after
@@ -15,7 +18,7 @@
 #   scripts/bench_fio.sh [--size SIZE] [--bs LIST] [--jobs LIST] [--systems LIST] [--rounds N] [--runtime S] [--out DIR]
 #
 # Defaults: --size 2GiB --bs 4k,256k --jobs 1,4 --rounds 1 --runtime 60
-# --systems shardfs,shardfs-ring,s3fs,rclone.
+# --systems shardfs,shardfs-ring,s3fs,rclone (shardfs-ring-direct on request).
 # Needs root (page-cache drops, mounts), fio, s3fs and rclone
 # (scripts/install-deps.sh). Results: RESULT lines in OUT/results.txt and a
 # table in OUT/table.md (OUT defaults to .work/bench-fio). Wrap the run in
@@ -94,10 +97,12 @@ mount_system() { # SYSTEM
 		"$SHARDFS" mount "s3://$BUCKET" "$MNT" --foreground --log-level warn >>"$OUT/shardfs.log" 2>&1 &
 		DAEMON_PID=$!
 		;;
-	shardfs-ring)
+	shardfs-ring | shardfs-ring-direct)
+		local page_cache=auto
+		[ "$1" = shardfs-ring ] || page_cache=direct
 		rm -rf "$OUT/cache"
 		"$SHARDFS" mount "s3://$BUCKET" "$MNT" --foreground --log-level warn --cache-dir "$OUT/cache" \
-			--cache-size "$((BYTES * 3))" >>"$OUT/shardfs.log" 2>&1 &
+			--cache-size "$((BYTES * 3))" --page-cache "$page_cache" >>"$OUT/shardfs.log" 2>&1 &
 		DAEMON_PID=$!
 		;;
 	*) mount_peer "$1" "$BUCKET" "$MNT" "$ENDPOINT" "$PASSWD" "$OUT/$1.log" ;;
@@ -156,7 +161,8 @@ for line in open(sys.argv[1]):
     f = dict(kv.split("=", 1) for kv in line.split()[1:])
     rows[(f["bs"], int(f["jobs"]), f["system"])].append(f)
 size = int(sys.argv[2])
-systems = [s for s in ["shardfs", "shardfs-ring", "s3fs", "rclone"] if any(k[2] == s for k in rows)]
+shardfs_systems = ["shardfs", "shardfs-ring", "shardfs-ring-direct"]
+systems = [s for s in shardfs_systems + ["s3fs", "rclone"] if any(k[2] == s for k in rows)]
 def med(runs, key):
     return statistics.median(float(r[key]) for r in runs)
 print("| bs | jobs | " + " | ".join(f"{s} MiB/s (every round)" for s in systems)
@@ -176,7 +182,7 @@ for bs, jobs in sorted({(k[0], k[1]) for k in rows}, key=lambda k: (len(k[0]), k
         runs = rows[(bs, jobs, s)]
         gb = med(runs, "bytes") / 1e9
         cpu.append(f"{med(runs, 'cpu_s') / gb:.2f}" if gb else "-")
-    best = max(mb.get("shardfs", 0), mb.get("shardfs-ring", 0))
+    best = max(mb.get(s, 0) for s in shardfs_systems)
     print(f"| {bs} | {jobs} | " + " | ".join(cells) + f" | {ratio(best, mb.get('s3fs', 0))} | {ratio(best, mb.get('rclone', 0))} | "
           + " | ".join(store) + " | " + " | ".join(cpu) + " |")
 PY

@@ -226,6 +226,12 @@ func TestRandomReadBlocksPastAFullRAMTierStayInThePageCache(t *testing.T) {
 	random := newTestObject("random.tar", 8*testBlock)
 	random.putAll(c, 8) // eight blocks for a RAM tier of two
 	for index := range int64(8) {
+		if c.Lookup(random.obj, index).Has(InRAM) {
+			if index >= 2 {
+				t.Fatalf("block %d is in a RAM tier of two blocks", index)
+			}
+			continue // the RAM tier's copy is the one read next
+		}
 		at := c.ring.geo.dataOffset(slotOf(t, c, random, index))
 		if got := residentRange(t, ringPath(dir), at, testBlock); got != testBlock {
 			t.Fatalf("block %d: %d of its %d bytes are in the page cache after a random read's Put past a full RAM tier", index, got, testBlock)
@@ -240,6 +246,41 @@ func TestRandomReadBlocksPastAFullRAMTierStayInThePageCache(t *testing.T) {
 	}
 	mustRead(t, c, random, 0, random.obj.Size) // O_DIRECT reads of the same slots
 	mustRead(t, c, ahead, 0, ahead.obj.Size)
+}
+
+// With a ring, a random read's Put past the RAM tier's free room evicts
+// nothing: the blocks already in RAM stay there, and the new ones go to
+// the ring through the page cache alone (one fresh copy of each, not two).
+func TestRandomReadPutPastAFullRAMTierEvictsNothing(t *testing.T) {
+	dir := t.TempDir()
+	cfg := ringConfig(dir, 16)
+	cfg.MemorySize = 2 * testBlock
+	c := openCache(t, cfg)
+	first := newTestObject("first.tar", 2*testBlock)
+	first.putAll(c, 1)
+	for index := range int64(2) {
+		if !c.Lookup(first.obj, index).Has(InRAM) {
+			t.Fatalf("block %d of the first object is not in a RAM tier with room for it", index)
+		}
+	}
+	next := newTestObject("next.tar", 8*testBlock)
+	next.putAll(c, 1)
+	for index := range int64(2) {
+		if !c.Lookup(first.obj, index).Has(InRAM) {
+			t.Fatalf("block %d of the first object was pushed out of RAM by a random read's Put past a full tier", index)
+		}
+	}
+	for index := range int64(8) {
+		if c.Lookup(next.obj, index).Has(InRAM) {
+			t.Fatalf("block %d of the next object went into a full RAM tier", index)
+		}
+		at := c.ring.geo.dataOffset(slotOf(t, c, next, index))
+		if got := residentRange(t, ringPath(dir), at, testBlock); got != testBlock {
+			t.Fatalf("block %d: %d of its %d bytes are in the page cache", index, got, testBlock)
+		}
+	}
+	mustRead(t, c, next, 0, next.obj.Size)
+	mustRead(t, c, first, 0, first.obj.Size)
 }
 
 // A whole-block read checks every chunk: a flipped byte in the last one is

@@ -16,7 +16,8 @@
 // never the source of truth for what the ring holds. Ring I/O bypasses the
 // page cache (O_DIRECT, or fadvise where O_DIRECT is refused) so a block is
 // never held in RAM twice, with one exception: the blocks of random
-// readers that the RAM tier has no room for are written, and their small
+// readers that the RAM tier has no room for (they evict nothing there)
+// are written, and their small
 // reads (ReadChunks, a random reader's samples, each checking its own
 // 4 KiB grains, and reading their 64 KiB chunks when the page cache lacks
 // them) read, through the page cache, which keeps them in

@@ -38,7 +38,9 @@ const (
 	// (a prefetch part) and its page cache keeps them: ring only. A ring
 	// block read for it is not promoted to RAM.
 	ForReadAhead Placement = iota
-	// ForRandomRead: a reader that will come back for them: RAM and ring.
+	// ForRandomRead: a reader that will come back for them: ring and RAM.
+	// With a ring, RAM takes them into its free room alone, and the ring
+	// keeps the rest in the page cache, where small reads find them.
 	ForRandomRead
 	// ForOneShot: a reader with no page cache behind it (the GPU side
 	// interface's READ): RAM only, and only into free room; nothing is

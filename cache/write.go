@@ -10,6 +10,8 @@ type pendingBlock struct {
 	index int64
 	data  []byte // aligned, padded to alignment; the cache's, or (ForReadAhead) the caller's until put returns
 	size  int64  // the block's real length
+	inRAM bool   // offered to the RAM tier, which keeps data
+	paged bool   // written to the ring through the page cache (ringFile.writePaged)
 }
 
 // Put caches data, the bytes of obj from block index on, where place
@@ -17,8 +19,9 @@ type pendingBlock struct {
 // until it reads it, so RAM would hold it twice; with the ring off it is
 // not kept: the reader's page cache will hold it, and copying a stream
 // through a small RAM tier only evicts what random readers put there),
-// ForRandomRead in the ring and the RAM tier, ForOneShot in the RAM tier
-// alone, into free room. data is split into blocks, and a trailing partial
+// ForRandomRead in the ring and, with a ring, the RAM tier's free room
+// (the rest through the page cache), without one the RAM tier, evicting;
+// ForOneShot in the RAM tier alone, into free room. data is split into blocks, and a trailing partial
 // block is kept only when it ends the object. Blocks the ring already
 // holds are not rewritten.
 //
@@ -48,8 +51,17 @@ func (c *Cache) put(obj store.Object, off int64, data []byte, place Placement) {
 	if r == nil && !inMemory {
 		return
 	}
-	var room int64 // what ForOneShot may still take; the RAM tier's free room
-	if place == ForOneShot {
+	// intoRoom: the RAM tier takes blocks into its free room alone,
+	// evicting nothing. ForOneShot has no other place. ForRandomRead with a
+	// ring writes the blocks past that room through the page cache
+	// instead (paged), where its small reads find them: evicting RAM
+	// blocks for them would cost a fresh copy per block and push out blocks
+	// whose ring copies were written past the page cache, so that their
+	// next reads went to the disk (a fio pass over an object twice the
+	// RAM tier). Without a ring, RAM is the only place and evicts.
+	intoRoom := inMemory && (place == ForOneShot || r != nil)
+	var room int64 // with intoRoom, the RAM tier's free room still untaken
+	if intoRoom {
 		c.ram.settle()
 		room = c.ram.free()
 	}
@@ -72,9 +84,16 @@ func (c *Cache) put(obj store.Object, off int64, data []byte, place Placement) {
 			// writing them again would only churn the ring.
 			continue
 		}
+		toRAM := inMemory && (!intoRoom || room >= int64(len(chunk)))
+		if toRAM && intoRoom {
+			room -= int64(len(chunk))
+		}
+		if r == nil && !toRAM {
+			break // ForOneShot past the room: nowhere to go
+		}
 		var buf []byte
 		switch {
-		case inMemory:
+		case toRAM:
 			buf = alignedBuffer(int(alignUp(int64(len(chunk)))))
 			copy(buf, chunk)
 		case directInto(chunk):
@@ -91,34 +110,27 @@ func (c *Cache) put(obj store.Object, off int64, data []byte, place Placement) {
 			index: index,
 			data:  buf,
 			size:  int64(len(chunk)),
+			inRAM: toRAM,
+			paged: intoRoom && !toRAM,
 		})
 	}
 	c.stats.puts.Add(uint64(len(blocks)))
 	if r != nil {
-		// Blocks for random reads that the RAM tier has no room for are
-		// read next in small pieces from the ring (ReadChunks, through the
-		// page cache): written through it, their first reads find them in
-		// memory instead of on the disk.
-		paged := place == ForRandomRead && c.ram != nil && c.ram.free() < int64(len(blocks))*bs
-		c.writeRing(r, obj, blocks, paged)
+		c.writeRing(r, obj, blocks)
 	}
 	if inMemory && len(blocks) > 0 {
 		for _, b := range blocks {
-			if place == ForOneShot {
-				if room < b.size {
-					break
-				}
-				room -= b.size
+			if b.inRAM {
+				c.ram.set(b.key, b.data[:b.size])
 			}
-			c.ram.set(b.key, b.data[:b.size])
 		}
 		c.ram.settle()
 	}
 }
 
-// writeRing stores blocks in consecutive ring slots where it can, their
-// data through the page cache when paged.
-func (c *Cache) writeRing(r *ring, obj store.Object, blocks []pendingBlock, paged bool) {
+// writeRing stores blocks in consecutive ring slots where it can, the data
+// of paged blocks through the page cache.
+func (c *Cache) writeRing(r *ring, obj store.Object, blocks []pendingBlock) {
 	keys := make([]blockKey, len(blocks))
 	for i, b := range blocks {
 		keys[i] = b.key
@@ -153,7 +165,7 @@ func (c *Cache) writeRing(r *ring, obj store.Object, blocks []pendingBlock, page
 			r.abort(n)
 			continue
 		}
-		if err := r.write(n, b.data, hdr, paged); err != nil {
+		if err := r.write(n, b.data, hdr, b.paged); err != nil {
 			r.abort(n)
 			c.disableRing(err)
 			failed = true

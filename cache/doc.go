@@ -11,7 +11,8 @@
 // index is rebuilt at Open, so the cache survives unmount, crash and
 // reboot. Every read from the ring checks the CRCs of what it reads: a
 // whole-block read the chunk CRCs, kept in memory; a small read the grains
-// it lies in, against the grain CRCs it reads back from the header; a block
+// it lies in, against the grain CRCs it reads back from the header (and
+// keeps, grainmemo.go, for the slot's next small reads); a block
 // that fails is dropped and reported as a miss so the caller refetches it. The RAM tier is a hint and
 // never the source of truth for what the ring holds. Ring I/O bypasses the
 // page cache (O_DIRECT, or fadvise where O_DIRECT is refused) so a block is

@@ -59,7 +59,8 @@ type ring struct {
 	file   *ringFile
 	geo    geometry
 	stats  *counters
-	tables sync.Pool // *[grainTableBytes]byte: grain tables being read back
+	tables sync.Pool  // *[grainTableBytes]byte: grain tables being read back
+	memo   *grainMemo // grain tables read back and checked
 
 	mu        sync.RWMutex
 	slots     []slot
@@ -74,6 +75,7 @@ type ring struct {
 func newRing(file *ringFile, geo geometry, stats *counters) *ring {
 	return &ring{
 		tables:  sync.Pool{New: func() any { return new([grainTableBytes]byte) }},
+		memo:    newGrainMemo(geo.slots),
 		file:    file,
 		geo:     geo,
 		stats:   stats,
@@ -130,19 +132,19 @@ func (r *ring) readVerified(ref slotRef, buf []byte) error {
 // bytes: a small read of a block costs its grains, not the block. The grain
 // CRCs come from the slot's header, trusted when their table matches the
 // CRC the ring keeps of it; a table that does not is as a grain that fails.
-// Grains and table come through the page cache (ringFile.readPaged), where
-// the next small read of them finds them. Grains that are not all there
-// are read with the rest of their chunks: the disk is read anyway, a 64 KiB
-// read costs it about what a 4 KiB one does, and the block's next small
-// reads find their grains in memory. The slot must be pinned.
+// A table that matched is kept (grainMemo): the slot's next small reads
+// read their grains alone. Grains and table come through the page cache
+// (ringFile.readPaged), where the next small read of them finds them.
+// Grains that are not all there are read with the rest of their chunks:
+// the disk is read anyway, a 64 KiB read costs it about what a 4 KiB one
+// does, and the block's next small reads find their grains in memory. The
+// slot must be pinned.
 func (r *ring) readRange(ref slotRef, lo, hi int64, buf []byte) ([]byte, error) {
 	grain := r.grain()
 	first := lo / grain
 	start, end := first*grain, min(((hi-1)/grain+1)*grain, ref.length)
-	tablep := r.tables.Get().(*[grainTableBytes]byte)
-	defer r.tables.Put(tablep)
-	table := tablep[:]
-	if err := r.file.readPaged(table, r.geo.headerOffset(ref.n)+grainTableOffset); err != nil {
+	sums, err := r.grainTable(ref)
+	if err != nil {
 		return nil, err
 	}
 	at := r.geo.dataOffset(ref.n)
@@ -155,16 +157,33 @@ func (r *ring) readRange(ref slotRef, lo, hi int64, buf []byte) ([]byte, error) 
 		}
 		data, read = buf[start-from:end-from], to-from
 	}
-	r.stats.ringBytesRead.Add(uint64(len(table)) + uint64(read))
-	if checksum(table) != ref.grains {
-		return nil, errChecksum
-	}
-	var sums grainSums
-	sums.decode(table)
+	r.stats.ringBytesRead.Add(uint64(read))
 	if !verifyChunks(data, int(first), ref.length, grain, sums[:]) {
 		return nil, errChecksum
 	}
 	return data[lo-start : hi-start], nil
+}
+
+// grainTable returns the grain CRCs of the slot write ref names: kept, or
+// read back from its header (and counted) and checked against ref.grains.
+func (r *ring) grainTable(ref slotRef) (*grainSums, error) {
+	if sums, ok := r.memo.get(ref); ok {
+		return sums, nil
+	}
+	tablep := r.tables.Get().(*[grainTableBytes]byte)
+	defer r.tables.Put(tablep)
+	table := tablep[:]
+	if err := r.file.readPaged(table, r.geo.headerOffset(ref.n)+grainTableOffset); err != nil {
+		return nil, err
+	}
+	r.stats.ringBytesRead.Add(uint64(len(table)))
+	if checksum(table) != ref.grains {
+		return nil, errChecksum
+	}
+	sums := new(grainSums)
+	sums.decode(table)
+	r.memo.put(ref, sums)
+	return sums, nil
 }
 
 func (r *ring) chunk() int64 { return chunkSizeFor(r.geo.blockSize) }

@@ -45,13 +45,21 @@ func TestBlocksAreReadConcurrentlyWithinABound(t *testing.T) {
 	}
 }
 
+// Block 5 fails at once, while the blocks beside it take 50 ms: the read
+// starts at most a window more after it (the slot block 5 frees), whatever
+// the scheduler does within those 50 ms. Every block taking the same
+// millisecond, a loaded box once let the others finish, and the loop start
+// 28, before block 5's failure was recorded.
 func TestAFailedBlockFailsTheReadAfterTheOthersReturn(t *testing.T) {
 	var started, finished atomic.Int64
 	ok := readBlocksConcurrently(0, 1000, func(index int64) bool {
 		started.Add(1)
 		defer finished.Add(1)
-		time.Sleep(time.Millisecond)
-		return index != 5
+		if index == 5 {
+			return false
+		}
+		time.Sleep(50 * time.Millisecond)
+		return true
 	})
 	if ok {
 		t.Fatal("block 5 failed, but the read succeeded")

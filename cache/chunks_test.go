@@ -214,15 +214,32 @@ func TestSmallRingReadsGoThroughThePageCache(t *testing.T) {
 	t.Fatalf("no block of %s took slot %d", second.obj.Key, slot)
 }
 
+// ringWithTwoBlocksOfRAM opens a cache of 16 ring slots and a RAM tier of
+// two blocks, and returns it with its directory.
+func ringWithTwoBlocksOfRAM(t *testing.T) (*Cache, string) {
+	t.Helper()
+	dir := t.TempDir()
+	cfg := ringConfig(dir, 16)
+	cfg.MemorySize = 2 * testBlock
+	return openCache(t, cfg), dir
+}
+
+// mustBeInThePageCache fails unless the page cache holds all of the ring
+// slot of block index of o: a random read's block past a full RAM tier.
+func mustBeInThePageCache(t *testing.T, c *Cache, dir string, o testObject, index int64) {
+	t.Helper()
+	at := c.ring.geo.dataOffset(slotOf(t, c, o, index))
+	if got := residentRange(t, ringPath(dir), at, testBlock); got != testBlock {
+		t.Fatalf("block %d of %s: %d of its %d bytes are in the page cache after a random read's Put past a full RAM tier", index, o.obj.Key, got, testBlock)
+	}
+}
+
 // Blocks for random reads that a full RAM tier has no room for are written
 // to the ring through the page cache, where their small reads find them;
 // the RAM tier's own blocks and read-ahead go to the disk alone, and every
 // path reads the same bytes back.
 func TestRandomReadBlocksPastAFullRAMTierStayInThePageCache(t *testing.T) {
-	dir := t.TempDir()
-	cfg := ringConfig(dir, 16)
-	cfg.MemorySize = 2 * testBlock
-	c := openCache(t, cfg)
+	c, dir := ringWithTwoBlocksOfRAM(t)
 	ahead := newTestObject("ahead.tar", 4*testBlock)
 	for off := int64(0); off < ahead.obj.Size; off += 4 * testBlock {
 		putAhead(c, ahead.obj, off, ahead.data[off:off+4*testBlock])
@@ -240,10 +257,7 @@ func TestRandomReadBlocksPastAFullRAMTierStayInThePageCache(t *testing.T) {
 			}
 			continue // the RAM tier's copy is the one read next
 		}
-		at := c.ring.geo.dataOffset(slotOf(t, c, random, index))
-		if got := residentRange(t, ringPath(dir), at, testBlock); got != testBlock {
-			t.Fatalf("block %d: %d of its %d bytes are in the page cache after a random read's Put past a full RAM tier", index, got, testBlock)
-		}
+		mustBeInThePageCache(t, c, dir, random, index)
 	}
 	grain := grainSizeFor(testBlock)
 	for index := range int64(8) { // a block the RAM tier did not take: its grains from the ring
@@ -260,10 +274,7 @@ func TestRandomReadBlocksPastAFullRAMTierStayInThePageCache(t *testing.T) {
 // nothing: the blocks already in RAM stay there, and the new ones go to
 // the ring through the page cache alone (one fresh copy of each, not two).
 func TestRandomReadPutPastAFullRAMTierEvictsNothing(t *testing.T) {
-	dir := t.TempDir()
-	cfg := ringConfig(dir, 16)
-	cfg.MemorySize = 2 * testBlock
-	c := openCache(t, cfg)
+	c, dir := ringWithTwoBlocksOfRAM(t)
 	first := newTestObject("first.tar", 2*testBlock)
 	first.putAll(c, 1)
 	for index := range int64(2) {
@@ -282,10 +293,7 @@ func TestRandomReadPutPastAFullRAMTierEvictsNothing(t *testing.T) {
 		if c.Lookup(next.obj, index).Has(InRAM) {
 			t.Fatalf("block %d of the next object went into a full RAM tier", index)
 		}
-		at := c.ring.geo.dataOffset(slotOf(t, c, next, index))
-		if got := residentRange(t, ringPath(dir), at, testBlock); got != testBlock {
-			t.Fatalf("block %d: %d of its %d bytes are in the page cache", index, got, testBlock)
-		}
+		mustBeInThePageCache(t, c, dir, next, index)
 	}
 	mustRead(t, c, next, 0, next.obj.Size)
 	mustRead(t, c, first, 0, first.obj.Size)

@@ -38,8 +38,11 @@ func (m *grainMemo) get(ref slotRef) (*grainSums, bool) {
 	return &e.sums, true
 }
 
-// put keeps sums, the table of the slot write ref names, which matched
-// ref.grains.
-func (m *grainMemo) put(ref slotRef, sums *grainSums) {
-	m.entries[ref.n%int64(len(m.entries))].Store(&memoTable{n: ref.n, gen: ref.gen, sum: ref.grains, sums: *sums})
+// put keeps table, the encoded grain table of the slot write ref names,
+// which matched ref.grains, and returns its CRCs.
+func (m *grainMemo) put(ref slotRef, table []byte) *grainSums {
+	e := &memoTable{n: ref.n, gen: ref.gen, sum: ref.grains}
+	e.sums.decode(table)
+	m.entries[ref.n%int64(len(m.entries))].Store(e)
+	return &e.sums
 }

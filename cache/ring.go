@@ -180,10 +180,7 @@ func (r *ring) grainTable(ref slotRef) (*grainSums, error) {
 	if checksum(table) != ref.grains {
 		return nil, errChecksum
 	}
-	sums := new(grainSums)
-	sums.decode(table)
-	r.memo.put(ref, sums)
-	return sums, nil
+	return r.memo.put(ref, table), nil
 }
 
 func (r *ring) chunk() int64 { return chunkSizeFor(r.geo.blockSize) }

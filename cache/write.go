@@ -19,11 +19,11 @@ type pendingBlock struct {
 // until it reads it, so RAM would hold it twice; with the ring off it is
 // not kept: the reader's page cache will hold it, and copying a stream
 // through a small RAM tier only evicts what random readers put there),
-// ForRandomRead in the ring and, with a ring, the RAM tier's free room
-// (the rest through the page cache), without one the RAM tier, evicting;
-// ForOneShot in the RAM tier alone, into free room. data is split into blocks, and a trailing partial
-// block is kept only when it ends the object. Blocks the ring already
-// holds are not rewritten.
+// ForRandomRead in the ring and the RAM tier's free room (the rest through
+// the page cache; without a ring, in the RAM tier, evicting), ForOneShot in
+// the RAM tier alone, into free room. data is split into blocks, and a
+// trailing partial block is kept only when it ends the object. Blocks the
+// ring already holds are not rewritten.
 //
 // data is copied, except that ForReadAhead writes whole blocks whose
 // address suits O_DIRECT (a prefetch part's buffer) from data itself,

@@ -2,6 +2,7 @@ package cache
 
 import (
 	"bytes"
+	"runtime"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -116,5 +117,43 @@ func TestOneShotReadsFillFreeRAMAndEvictNothing(t *testing.T) {
 	}
 	if _, ok := c.ReadAt(o.obj, p[:testBlock], 0, ForOneShot); !ok {
 		t.Fatal("a read served from RAM failed")
+	}
+}
+
+// A cold random reader asks the cache first for every block it reads; a
+// miss must not cost a block-sized buffer, or each 4 KiB read pays for
+// zeroing a whole block it then throws away.
+func TestAMissAllocatesNoBlock(t *testing.T) {
+	const bs = 64 * alignment // big enough that one buffer stands out
+	o := newTestObject("miss.tar", 4*bs)
+	cfg := Config{Dir: t.TempDir(), Size: geometry{blockSize: bs, slots: 8}.fileSize(), BlockSize: bs, MemorySize: 8 * bs}
+	c := openCache(t, cfg)
+	p := make([]byte, 4096)
+	miss := func() {
+		if _, _, ok := c.Get(o.obj, 1, InRAM|InRing); ok {
+			t.Fatal("Get served a block nobody put")
+		}
+		if _, ok := c.ReadAt(o.obj, p, bs+100, ForRandomRead); ok {
+			t.Fatal("ReadAt served a block nobody put")
+		}
+	}
+	miss() // warms whatever is made once
+	var before, after runtime.MemStats
+	runtime.ReadMemStats(&before)
+	const misses = 20
+	for range misses {
+		miss()
+	}
+	runtime.ReadMemStats(&after)
+	if perMiss := (after.TotalAlloc - before.TotalAlloc) / misses; perMiss >= uint64(bs/4) {
+		t.Fatalf("a miss allocated %d bytes; a block is %d", perMiss, bs)
+	}
+	// And a hit still reads what was put.
+	c.Put(o.obj, 1, o.data[bs:2*bs], ForReadAhead)
+	if b, _, ok := c.Get(o.obj, 1, InRing); !ok || !bytes.Equal(b, o.data[bs:2*bs]) {
+		t.Fatal("Get of a block in the ring missed or served wrong bytes")
+	}
+	if _, ok := c.ReadAt(o.obj, p, bs+100, ForRandomRead); !ok || !bytes.Equal(p, o.data[bs+100:bs+100+4096]) {
+		t.Fatal("ReadAt of a block in the ring missed or served wrong bytes")
 	}
 }

@@ -58,7 +58,7 @@ func (s *Scheduler) coverLocked(st *Stream, r, read Range, sequential bool, affo
 				return
 			}
 			p = s.newPartLocked(st.o, gap, read, fromCache)
-			p.streamed = sequential
+			p.streamed, p.missed = sequential, s.keptForCache(urgent, sequential, fromCache)
 		}
 		s.holdLocked(st, p)
 		pos = p.end

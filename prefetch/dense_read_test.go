@@ -151,3 +151,41 @@ func randomSmallReads(t *testing.T, s *Scheduler, obj store.Object, n int, seed 
 		}
 	}
 }
+
+// A random reader of a large shard (sparse: each read fetches only its
+// block) reads 4 KiB of a block and goes on to other blocks. Its block
+// still reaches the cache whole: its GET is neither cancelled nor left
+// parked after a head GET, so the block's other samples, read later, cost
+// no second GET.
+func TestARandomReaderGoneOnLetsItsBlockReachTheCache(t *testing.T) {
+	cfg := DefaultConfig()
+	bs := cfg.BlockSize
+	f := &fakeFetcher{}
+	sink := newRecordingSink(t, bs)
+	s := newTestScheduler(t, cfg, f, sink)
+	obj := fakeObject("big.tar", 1<<30)
+	r := s.OpenReader(obj, false)
+	defer r.Close()
+	// At a block's start (a head GET first), mid-block, and at the start
+	// again: each read leaves the block before its rest could arrive.
+	offs := []int64{5 * bs, 700*bs + 300<<10, 300 * bs, 9*bs + 4096, 512 * bs}
+	buf := make([]byte, 4096)
+	for _, off := range offs {
+		n, _, err := r.ReadAt(testContext(t), buf, off)
+		if err != nil || !bytes.Equal(buf[:n], wantBytes(obj, off, len(buf))) {
+			t.Fatalf("read at %d: %d bytes, err %v, or wrong bytes", off, n, err)
+		}
+	}
+	st := settledStats(t, s)
+	for _, off := range offs {
+		if !sink.has(obj.Key, off/bs*bs) {
+			t.Errorf("block %d, read at %d, never reached the cache", off/bs, off)
+		}
+	}
+	if st.Cancelled != 0 || f.cancelled.Load() != 0 {
+		t.Errorf("%d parts, %d GETs cancelled; a random read's block is fetched whole", st.Cancelled, f.cancelled.Load())
+	}
+	if st.DenseObjects != 0 {
+		t.Errorf("DenseObjects = %d; five reads of a 1 GiB shard are sparse", st.DenseObjects)
+	}
+}

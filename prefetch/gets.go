@@ -203,7 +203,9 @@ func (s *Scheduler) parkAfterHead(p *part, n int) bool {
 	defer s.mu.Unlock()
 	p.fetched = p.head
 	p.arrived.set(p.fetched) // a fetcher need not report progress
-	if !p.live() || s.closed || p.o.reads != p.madeAtRead {
+	// A part kept for the cache (missed) has its rest fetched at once:
+	// parked, it would wait for a read of the object that may never come.
+	if !p.live() || s.closed || p.o.reads != p.madeAtRead || p.missed {
 		s.restStartsLocked(p)
 		return false
 	}

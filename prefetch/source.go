@@ -45,7 +45,9 @@ import (
 // a GET.
 //
 // Random reads of one object, across its handles, are sparse or dense
-// (Classify, dense.go). Sparse: each fetches only the blocks it touches.
+// (Classify, dense.go). Sparse: each fetches only the blocks it touches,
+// each block whole and into the cache even once the reader has gone on
+// (keptForCache).
 // Dense (a map-style epoch: reads keep landing on new blocks, or the
 // object is small next to the budget): the rest of the object is fetched
 // in the background, PartSize GETs within half the budget
@@ -231,6 +233,15 @@ func (s *Scheduler) fellBackToStore(p *part) {
 	s.mu.Lock()
 	p.fromCache = false
 	s.mu.Unlock()
+}
+
+// keptForCache says whether a part made now is kept until its bytes are in
+// the cache, whoever holds it (part.missed): one made for a read by a
+// random reader and fetched from the store, when there is a cache. The
+// reader goes on to other blocks once its own bytes arrived; the block's
+// other samples are read later, from the cache.
+func (s *Scheduler) keptForCache(forRead, sequential, fromCache bool) bool {
+	return forRead && !sequential && !fromCache && s.sink != nil
 }
 
 // placementOf is where the bytes p fetched go in the cache.

@@ -226,7 +226,7 @@ func (st *Stream) pin(ctx context.Context, pos, readEnd, needEnd int64, sequenti
 			size := s.chargeOf(gap)
 			if s.affordLocked(size) {
 				p = s.newPartLocked(st.o, gap, Range{pos, readEnd}, fromCache)
-				p.streamed = sequential
+				p.streamed, p.missed = sequential, s.keptForCache(true, sequential, fromCache)
 			} else if !waited {
 				// From here on read-ahead and prefetch yield to this read.
 				s.stats.BudgetWaits++

@@ -32,9 +32,9 @@ func TestSparseRandomReadsOfALargeShardStayCheap(t *testing.T) {
 
 // A shuffled map-style pass over a shard small next to the budget (one
 // pread per ~100 KiB sample, four workers, a handle per sample) turns
-// dense: the rest of the shard comes in part-size GETs rather than one
-// GET per block a sample lands on, each store byte is fetched about once,
-// and every sample's bytes are right.
+// dense: the rest of the shard comes in the background, one block per GET
+// (a sample's read waits for its block, not for a part before it), each
+// store byte is fetched about once, and every sample's bytes are right.
 func TestShuffledPassOverASmallShardStreamsIt(t *testing.T) {
 	const bs = 1 << 20
 	cfg := DefaultConfig()
@@ -86,8 +86,11 @@ func TestShuffledPassOverASmallShardStreamsIt(t *testing.T) {
 	if limit := obj.Size + obj.Size/20; asked > limit {
 		t.Errorf("the pass asked the store for %d bytes, more than 1.05 x the shard (%d)", asked, limit)
 	}
-	if limit := obj.Size/cfg.PartSize + 8; gets > limit {
-		t.Errorf("the pass took %d GETs; want at most %d: the rest of the shard in part-size GETs, not one per block", gets, limit)
+	if blocks := (obj.Size + bs - 1) / bs; gets > blocks+4 {
+		t.Errorf("the pass took %d GETs for %d blocks; want each block fetched about once", gets, blocks)
+	}
+	if ask := f.maxAsk.Load(); ask > bs {
+		t.Errorf("a GET asked for %d bytes; the rest of a dense shard comes a block (%d) per GET", ask, bs)
 	}
 }
 

@@ -50,6 +50,7 @@ func wantBytes(obj store.Object, off int64, n int) []byte {
 type fakeFetcher struct {
 	gets       atomic.Int64
 	askedBytes atomic.Int64 // sum of len(p) over GETs
+	maxAsk     atomic.Int64 // the largest len(p) of one GET
 	cancelled  atomic.Int64 // GETs that returned because their ctx ended
 
 	// hold, when set, makes each GET take a token before answering, or
@@ -72,6 +73,9 @@ type fakeFetcher struct {
 func (f *fakeFetcher) ReadRange(ctx context.Context, obj store.Object, off int64, p []byte) (int, error) {
 	f.gets.Add(1)
 	f.askedBytes.Add(int64(len(p)))
+	for ask := f.maxAsk.Load(); int64(len(p)) > ask && !f.maxAsk.CompareAndSwap(ask, int64(len(p))); {
+		ask = f.maxAsk.Load()
+	}
 	f.mu.Lock()
 	f.inFlight += int64(len(p))
 	f.maxInFlight = max(f.maxInFlight, f.inFlight)

@@ -50,7 +50,7 @@ import (
 // (keptForCache).
 // Dense (a map-style epoch: reads keep landing on new blocks, or the
 // object is small next to the budget): the rest of the object is fetched
-// in the background, PartSize GETs within half the budget
+// in the background, one block per GET within half the budget
 // (noteRandomLocked, pumpDenseLocked), and put where the next reads find
 // it; a read of a block still on its way waits on that part, a read of a
 // block that arrived finds it in the cache (step 1).

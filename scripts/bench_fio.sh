@@ -118,6 +118,9 @@ mount_system() { # SYSTEM
 measure() { # SYSTEM BS JOBS
 	local system=$1 bs=$2 jobs=$3 slice before after json
 	slice=$((BYTES / jobs))
+	# The ring, and s3fs's temporary files, take up to the object's size.
+	need_free_space "$OUT" $((BYTES + (1 << 30))) "$system"
+	need_free_space "${TMPDIR:-/tmp}" $((BYTES + (1 << 30))) "$system"
 	mount_system "$system"
 	drop_caches
 	read_sent

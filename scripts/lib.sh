@@ -39,6 +39,16 @@ as_root() {
 # next read of a file comes from where it lives, not from memory.
 drop_caches() { sync && as_root sh -c 'echo 3 > /proc/sys/vm/drop_caches'; }
 
+# need_free_space DIR BYTES WHAT: stops with one line unless the file
+# system holding DIR has BYTES free. A benchmark that runs out of disk does
+# not fail: it measures the full disk (s3fs's temporary files, a ring's
+# writes) and reports it as the system's speed.
+need_free_space() {
+	local free
+	free=$(df --output=avail -B1 "$1" | tail -1)
+	[ "$free" -ge "$2" ] || die "$3 needs $(($2 >> 20)) MiB free in $1; $(df -h --output=avail "$1" | tail -1 | tr -d ' ') is left"
+}
+
 # bench_record LINE: appends LINE to $RESULTS and shows it on stderr.
 bench_record() { printf '%s\n' "$*" | tee -a "$RESULTS" >&2; }
 

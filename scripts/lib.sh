@@ -181,11 +181,18 @@ shardfs_python_env() {
 cpu_seconds() { awk -v hz="$(getconf CLK_TCK)" '{sub(/^.*\) /, ""); printf "%.3f", ($12 + $13) / hz}' "/proc/$1/stat"; }
 
 # bench_dataset SHARDS SIZE: the directory of SHARDS tar shards of SIZE
-# (samples of 1020 KiB) under $WORK_DIR, generated on first use.
+# (samples of 1020 KiB) under $WORK_DIR, generated on first use. Stops
+# with one line unless there is room for the data set, MinIO's copy of it
+# and a cache of it.
 bench_dataset() {
-	local dir=$WORK_DIR/bench-data-$1-$2 samples
+	local dir=$WORK_DIR/bench-data-$1-$2 samples bytes copies=3
+	bytes=$("$SYS_PYTHON" -c "import sys; sys.path.insert(0, '$SHARDFS_ROOT/scripts'); import gen_shards; print(gen_shards.parse_size('$2'))")
+	mkdir -p "$WORK_DIR"
+	[ ! -f "$dir/.done" ] || copies=2
+	need_free_space "$WORK_DIR" $((copies * $1 * bytes + (1 << 30))) "a data set of $1 x $2 shards"
+	need_free_space "${TMPDIR:-/tmp}" $(($1 * bytes + (1 << 30))) "MinIO's copy of $1 x $2 shards"
 	if [ ! -f "$dir/.done" ]; then
-		samples=$(( $("$SYS_PYTHON" -c "import sys; sys.path.insert(0, '$SHARDFS_ROOT/scripts'); import gen_shards; print(gen_shards.parse_size('$2'))") >> 20 ))
+		samples=$((bytes >> 20))
 		log "generating $1 x $2 shards in $dir"
 		rm -rf "$dir"
 		"$SYS_PYTHON" "$SHARDFS_ROOT/scripts/gen_shards.py" "$dir" "$1" "$samples" 1020K >&2

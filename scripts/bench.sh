@@ -67,8 +67,9 @@ cleanup() {
 trap cleanup EXIT
 
 # --- data -----------------------------------------------------------------
-samples_per_shard=$(( $("$SYS_PYTHON" -c "import sys; sys.path.insert(0, '$SHARDFS_ROOT/scripts'); import gen_shards; print(gen_shards.parse_size('$SHARD_SIZE'))") >> 20 ))
+samples_per_shard=$(( $(size_bytes "$SHARD_SIZE") >> 20 ))
 DATA=$WORK_DIR/bench-data-$SHARDS-$SHARD_SIZE-$LARGE
+need_room_for_data "$WORK_DIR" $((SHARDS * (samples_per_shard << 20) + $(size_bytes "$LARGE"))) 3 "a data set of $SHARDS x $SHARD_SIZE and a $LARGE shard"
 if [ ! -f "$DATA/.done" ]; then
 	log "generating $SHARDS x $SHARD_SIZE shards and a $LARGE shard in $DATA"
 	rm -rf "$DATA"

@@ -39,7 +39,7 @@ MNT=$OUT/mnt RES=$OUT/results.txt BUCKET=bench-ab
 DATA=$WORK_DIR/bench-ab-data-$SHARDS-$SHARD_SIZE
 if [ ! -f "$DATA/.done" ]; then
 	rm -rf "$DATA"
-	samples=$(( $("$SYS_PYTHON" -c "import sys; sys.path.insert(0, '$SHARDFS_ROOT/scripts'); import gen_shards; print(gen_shards.parse_size('$SHARD_SIZE'))") >> 20 ))
+	samples=$(( $(size_bytes "$SHARD_SIZE") >> 20 ))
 	"$SYS_PYTHON" "$SHARDFS_ROOT/scripts/gen_shards.py" "$DATA" "$SHARDS" "$samples" 1020K
 	touch "$DATA/.done"
 fi

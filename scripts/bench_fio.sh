@@ -49,7 +49,7 @@ done
 for tool in fio s3fs rclone; do
 	command -v "$tool" >/dev/null || die "$tool is missing; run scripts/install-deps.sh"
 done
-BYTES=$("$SYS_PYTHON" -c "import sys; sys.path.insert(0, 'scripts'); import gen_shards; print(gen_shards.parse_size('$SIZE'))")
+BYTES=$(size_bytes "$SIZE")
 mkdir -p "$OUT/mnt" "$OUT/data"
 MNT=$OUT/mnt RES=$OUT/results.txt BUCKET=bench-fio KEY=object.bin
 : >"$RES"

@@ -49,6 +49,22 @@ need_free_space() {
 	[ "$free" -ge "$2" ] || die "$3 needs $(($2 >> 20)) MiB free in $1; $(df -h --output=avail "$1" | tail -1 | tr -d ' ') is left"
 }
 
+# size_bytes SIZE: SIZE (4k, 96K, 48MiB, 2GiB, or bytes) in bytes, as the
+# shard generator reads it.
+size_bytes() {
+	"$SYS_PYTHON" -c "import sys; sys.path.insert(0, '$SHARDFS_ROOT/scripts'); import gen_shards; print(gen_shards.parse_size('$1'))"
+}
+
+# need_room_for_data DIR BYTES COPIES WHAT: stops with one line unless DIR
+# has room for COPIES copies of a data set of BYTES (the generated files,
+# a cache of them) and ${TMPDIR:-/tmp} room for MinIO's copy, each with
+# 1 GiB to spare.
+need_room_for_data() {
+	mkdir -p "$1"
+	need_free_space "$1" $(($3 * $2 + (1 << 30))) "$4"
+	need_free_space "${TMPDIR:-/tmp}" $(($2 + (1 << 30))) "MinIO's copy of $4"
+}
+
 # bench_record LINE: appends LINE to $RESULTS and shows it on stderr.
 bench_record() { printf '%s\n' "$*" | tee -a "$RESULTS" >&2; }
 
@@ -186,11 +202,9 @@ cpu_seconds() { awk -v hz="$(getconf CLK_TCK)" '{sub(/^.*\) /, ""); printf "%.3f
 # and a cache of it.
 bench_dataset() {
 	local dir=$WORK_DIR/bench-data-$1-$2 samples bytes copies=3
-	bytes=$("$SYS_PYTHON" -c "import sys; sys.path.insert(0, '$SHARDFS_ROOT/scripts'); import gen_shards; print(gen_shards.parse_size('$2'))")
-	mkdir -p "$WORK_DIR"
+	bytes=$(size_bytes "$2")
 	[ ! -f "$dir/.done" ] || copies=2
-	need_free_space "$WORK_DIR" $((copies * $1 * bytes + (1 << 30))) "a data set of $1 x $2 shards"
-	need_free_space "${TMPDIR:-/tmp}" $(($1 * bytes + (1 << 30))) "MinIO's copy of $1 x $2 shards"
+	need_room_for_data "$WORK_DIR" $(($1 * bytes)) "$copies" "a data set of $1 x $2 shards"
 	if [ ! -f "$dir/.done" ]; then
 		samples=$((bytes >> 20))
 		log "generating $1 x $2 shards in $dir"

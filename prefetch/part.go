@@ -87,7 +87,7 @@ type part struct {
 	// is over and its bytes are in the cache: the reader, served from the
 	// bytes that arrived first, goes on to other blocks, and cancelling
 	// the rest would leave the block to be fetched again by the next read
-	// of it (main cancelled a third of fio's sparse 4 KiB GETs that way).
+	// of it (a third of fio's sparse 4 KiB GETs were cancelled that way).
 	missed bool
 	// scheduled: made for the loader's schedule (schedule.go), charged to
 	// its half of the budget; schedMade orders such parts for eviction.

@@ -64,8 +64,7 @@ go build -o "$BIN" ./cmd/shardfs
 eval "$(bash scripts/minio.sh start)"
 
 rm -rf "$BENCH/shards" "$CACHE_DIR"
-need_room_for_data "$BENCH" $((SHARDS * SAMPLES * $(size_bytes "$SAMPLE_SIZE"))) 3 "a data set of $SHARDS x $SAMPLES x $SAMPLE_SIZE"
-"$SYS_PYTHON" scripts/gen_shards.py "$BENCH/shards" "$SHARDS" "$SAMPLES" "$SAMPLE_SIZE" >/dev/null 2>&1
+gen_bench_shards "$BENCH/shards" "$SHARDS" "$SAMPLES" "$SAMPLE_SIZE" >/dev/null
 bash scripts/upload.sh "$BENCH/shards" "s3://$BUCKET/$PREFIX" 2>/dev/null
 total=$(du -sb --apparent-size "$BENCH/shards" | cut -f1)
 echo "data: $SHARDS shards, $total bytes"

@@ -45,8 +45,7 @@ trap cleanup EXIT
 trap 'exit 130' INT TERM
 
 log "== data set ($SHARDS shards x $SAMPLES samples x $SAMPLE_SIZE), MinIO"
-need_room_for_data "$BENCH" $((SHARDS * SAMPLES * $(size_bytes "$SAMPLE_SIZE"))) 3 "a data set of $SHARDS x $SAMPLES x $SAMPLE_SIZE"
-"$SYS_PYTHON" scripts/gen_shards.py "$BENCH/local" "$SHARDS" "$SAMPLES" "$SAMPLE_SIZE" 2>/dev/null
+gen_bench_shards "$BENCH/local" "$SHARDS" "$SAMPLES" "$SAMPLE_SIZE"
 BYTES=$(du -sb "$BENCH/local" | cut -f1)
 # Header bytes: what of each shard is not member data, as tarfile lists it.
 HEADERS=$("$SYS_PYTHON" - "$BENCH/local" <<'PY'

@@ -76,8 +76,7 @@ toxiproxy() { # METHOD PATH [JSON]
 
 log "== build, data set ($SHARDS shards x $SAMPLES samples x $SAMPLE_SIZE), MinIO"
 [ -n "${SHARDFS_BIN:-}" ] || go build -o "$BIN" ./cmd/shardfs
-need_room_for_data "$BENCH" $((SHARDS * SAMPLES * $(size_bytes "$SAMPLE_SIZE"))) 3 "a data set of $SHARDS x $SAMPLES x $SAMPLE_SIZE"
-"$SYS_PYTHON" scripts/gen_shards.py "$BENCH/local" "$SHARDS" "$SAMPLES" "$SAMPLE_SIZE" 2>/dev/null
+gen_bench_shards "$BENCH/local" "$SHARDS" "$SAMPLES" "$SAMPLE_SIZE"
 BYTES=$(du -sb "$BENCH/local" | cut -f1)
 eval "$(scripts/minio.sh start 2>/dev/null)"
 scripts/upload.sh "$BENCH/local" "s3://$BUCKET/$PREFIX" 2>/dev/null

@@ -109,8 +109,7 @@ mount_at() { # ENDPOINT CACHE_DIR PROFILE
 }
 
 log "== data set ($SHARDS shards x $SAMPLES samples x $SAMPLE_SIZE), MinIO, Toxiproxy (${LATENCY_MS} ms, ${RATE_KBPS} KB/s per connection)"
-need_room_for_data "$BENCH" $((SHARDS * SAMPLES * $(size_bytes "$SAMPLE_SIZE"))) 3 "a data set of $SHARDS x $SAMPLES x $SAMPLE_SIZE"
-"$SYS_PYTHON" scripts/gen_shards.py "$BENCH/local" "$SHARDS" "$SAMPLES" "$SAMPLE_SIZE" 2>/dev/null
+gen_bench_shards "$BENCH/local" "$SHARDS" "$SAMPLES" "$SAMPLE_SIZE"
 BYTES=$(du -sb "$BENCH/local" | cut -f1)
 eval "$(scripts/minio.sh start 2>/dev/null)"
 MINIO_PID=$(. "$SHARDFS_MINIO_STATE" && echo "$MINIO_PID")

@@ -65,6 +65,14 @@ need_room_for_data() {
 	need_free_space "${TMPDIR:-/tmp}" $(($2 + (1 << 30))) "MinIO's copy of $4"
 }
 
+# gen_bench_shards DIR SHARDS SAMPLES SAMPLE_SIZE: generates SHARDS tar
+# shards of SAMPLES samples of SAMPLE_SIZE into DIR (the generator's
+# warnings dropped), once need_room_for_data has found room for them.
+gen_bench_shards() {
+	need_room_for_data "$(dirname "$1")" $(($2 * $3 * $(size_bytes "$4"))) 3 "a data set of $2 x $3 x $4"
+	"$SYS_PYTHON" "$SHARDFS_ROOT/scripts/gen_shards.py" "$@" 2>/dev/null
+}
+
 # bench_record LINE: appends LINE to $RESULTS and shows it on stderr.
 bench_record() { printf '%s\n' "$*" | tee -a "$RESULTS" >&2; }
 

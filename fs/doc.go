@@ -19,6 +19,9 @@
 // the ReadPath, which decides where the bytes come from and names the tier
 // (prefetch/source.go); the reply is written from the bytes it lends
 // without a copy (reply.go).
+// Under KeepPages, a random read that lands in a block the cache holds
+// whole has the whole block handed to the kernel's page cache after its
+// reply, so the block's other reads stay in the kernel (pagefill.go).
 //
 // A hidden directory /.shardfs (not listed by readdir, reachable by name)
 // holds the side files: ctl (capabilities and ioctls of the GPU interface),

@@ -25,6 +25,7 @@ type fileNode struct {
 	m     *mountState
 	obj   store.Object
 	opens inodeOpens // see passthrough.go
+	fills blockSet   // blocks handed to the page cache (pagefill.go)
 }
 
 var (
@@ -71,6 +72,7 @@ func (f *fileNode) Open(ctx context.Context, flags uint32) (gofs.FileHandle, uin
 	if f.m.opts.PageCache == DirectIO {
 		return h, fuse.FOPEN_DIRECT_IO, 0
 	}
+	h.fills = true
 	return h, fuse.FOPEN_KEEP_CACHE, 0
 }
 
@@ -83,6 +85,9 @@ type fileHandle struct {
 
 	readerOnce sync.Once
 	reader     Reader // nil until readerFor, and after Release
+	// fills: the kernel keeps this handle's pages, and a random read's
+	// block may be handed to them (pagefill.go).
+	fills bool
 }
 
 // readerFor returns the handle's reader, made on first use.
@@ -102,7 +107,8 @@ var (
 // Done releases the part once it has.
 func (h *fileHandle) Read(ctx context.Context, dest []byte, off int64) (fuse.ReadResult, syscall.Errno) {
 	start := time.Now()
-	data, tier, release, err := h.readerFor().Read(ctx, dest, off)
+	reader := h.readerFor()
+	data, tier, release, err := reader.Read(ctx, dest, off)
 	rep := reply{data: data, release: release}
 	if err != nil && errors.Is(err, io.EOF) {
 		err = nil
@@ -114,6 +120,9 @@ func (h *fileHandle) Read(ctx context.Context, dest []byte, off int64) (fuse.Rea
 		rep.done()
 		h.m.opts.Log.Error("read failed", "key", h.obj.Key, "offset", off, "size", len(dest), "err", err)
 		return nil, errnoFor(err)
+	}
+	if lender, ok := reader.(BlockLender); ok && h.fills {
+		h.m.filler.offer(h.node, lender, off, len(dest))
 	}
 	return newReadResult(rep), 0
 }

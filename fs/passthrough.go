@@ -116,6 +116,9 @@ func (f *fileNode) released() {
 	f.opens.mu.Lock()
 	defer f.opens.mu.Unlock()
 	f.opens.n--
+	if f.opens.n == 0 {
+		f.fills.reset()
+	}
 }
 
 // passthroughHandle is an open the kernel serves from a backing file. It

@@ -32,6 +32,7 @@ type mountState struct {
 	passthrough atomic.Bool
 	opens       [2]atomic.Uint64 // opens of shards by openMode
 	openNow     atomic.Int64     // shard handles not yet released
+	filler      *pageFiller      // page-cache fills (pagefill.go)
 }
 
 // tree is the listing as it stands now.
@@ -60,6 +61,7 @@ func New(opts Options) (*Root, error) {
 	m := &mountState{
 		opts:      opts,
 		mountTime: time.Now(),
+		filler:    newPageFiller(),
 	}
 	m.current.Store(m.build(opts.Objects))
 	return &Root{dirNode: dirNode{m: m, path: ""}}, nil
@@ -105,6 +107,9 @@ func (r *Root) Passthrough() bool { return r.m.passthrough.Load() }
 func (r *Root) OpenStats() (passed, daemon uint64) {
 	return r.m.opens[passedThrough].Load(), r.m.opens[viaDaemon].Load()
 }
+
+// FillStats counts the blocks handed to the kernel's page cache.
+func (r *Root) FillStats() FillStats { return r.m.filler.stats() }
 
 // OpenShards is the number of shard handles the kernel has not released.
 func (r *Root) OpenShards() int64 { return r.m.openNow.Load() }

@@ -111,6 +111,13 @@ func registerOpenMetrics(m *metrics.Metrics, root *shardfs.Root) {
 	m.CounterFunc("shardfs_passthrough_opens_total", "Opens of shards passed through to the kernel, which reads their whole-shard file itself.", func() float64 { p, _ := root.OpenStats(); return float64(p) })
 	m.GaugeFunc("shardfs_open_shards", "Shard handles open now (the kernel has not released them).", func() float64 { return float64(root.OpenShards()) })
 	m.CounterFunc("shardfs_daemon_opens_total", "Opens of shards whose reads the daemon serves.", func() float64 { _, d := root.OpenStats(); return float64(d) })
+	fills := func(f func(shardfs.FillStats) uint64) func() float64 {
+		return func() float64 { return float64(f(root.FillStats())) }
+	}
+	m.CounterFunc("shardfs_page_cache_fills_total", "Cached blocks handed whole to the kernel's page cache after a random read landed in them; their other reads never reach the daemon.", fills(func(s shardfs.FillStats) uint64 { return s.Blocks }))
+	m.CounterFunc("shardfs_page_cache_fill_bytes_total", "Bytes of the blocks handed to the kernel's page cache.", fills(func(s shardfs.FillStats) uint64 { return s.Bytes }))
+	m.CounterFunc("shardfs_page_cache_fills_dropped_total", "Fills not made because the fill queue was full (the reads went to the daemon).", fills(func(s shardfs.FillStats) uint64 { return s.Dropped }))
+	m.CounterFunc("shardfs_page_cache_fills_failed_total", "Fills not made because the cache no longer held the block or the kernel refused it.", fills(func(s shardfs.FillStats) uint64 { return s.Failed }))
 }
 
 // registerIndexMetrics exposes where member indexes came from.

@@ -1,0 +1,146 @@
+package fs
+
+import (
+	"bytes"
+	"fmt"
+	"sync"
+	"sync/atomic"
+	"syscall"
+	"testing"
+
+	"github.com/shardfs/shardfs/store"
+)
+
+// fakeLender lends blocks of content in blocks of bs, for random reads
+// only (random), and the blocks listed in cached.
+type fakeLender struct {
+	content []byte
+	bs      int64
+	random  bool
+	cached  map[int64]bool
+}
+
+func (l *fakeLender) FillBlock(off int64) (int64, bool) { return off / l.bs, l.random }
+func (l *fakeLender) BlockSize() int64                  { return l.bs }
+func (l *fakeLender) LendBlock(index int64, buf []byte) (int64, []byte, bool) {
+	if !l.cached[index] {
+		return 0, nil, false
+	}
+	start := index * l.bs
+	n := copy(buf, l.content[start:min(start+l.bs, int64(len(l.content)))])
+	return start, buf[:n], true
+}
+
+// storedPage is one fill as the kernel would have received it.
+type storedPage struct {
+	off  int64
+	data []byte
+}
+
+func (s storedPage) String() string { return fmt.Sprintf("%q at %d", s.data, s.off) }
+
+func recordingFiller() (*pageFiller, func() []storedPage) {
+	p := newPageFiller()
+	var mu sync.Mutex
+	var got []storedPage
+	p.store = func(_ *fileNode, off int64, data []byte) syscall.Errno {
+		mu.Lock()
+		defer mu.Unlock()
+		got = append(got, storedPage{off, bytes.Clone(data)})
+		return 0
+	}
+	return p, func() []storedPage {
+		p.wait()
+		mu.Lock()
+		defer mu.Unlock()
+		out := got
+		got = nil
+		return out
+	}
+}
+
+// A random read's block is handed over whole, at its offset, once while
+// the inode is open; a read as large as a block, a sequential reader's
+// read and a block the cache does not hold are not; the last release
+// forgets what was handed over.
+func TestAFillHandsTheWholeBlockOnce(t *testing.T) {
+	const bs = 16
+	content := []byte("0123456789abcdefghijklmnopqrstuvwxyzABCDEFGHIJ") // 3 blocks, the last short
+	l := &fakeLender{content: content, bs: bs, random: true, cached: map[int64]bool{0: true, 2: true}}
+	node := &fileNode{obj: store.Object{Key: "a", Size: int64(len(content))}}
+	node.opens.n = 1
+	p, stored := recordingFiller()
+
+	p.offer(node, l, 5, 4)
+	p.offer(node, l, 9, 4) // the same block again: already handed over
+	if got := stored(); len(got) != 1 || got[0].off != 0 || !bytes.Equal(got[0].data, content[:bs]) {
+		t.Fatalf("fills after two reads of block 0: %v; want block 0 whole, once", got)
+	}
+	p.offer(node, l, 40, 2) // the last block, shorter than bs
+	if got := stored(); len(got) != 1 || got[0].off != 32 || !bytes.Equal(got[0].data, content[32:]) {
+		t.Fatalf("fill of the last block: %v; want %q at 32", got, content[32:])
+	}
+	p.offer(node, l, 16, 4) // not cached: nothing, and it may be offered again
+	if got := stored(); len(got) != 0 {
+		t.Fatalf("fill of a block the cache does not hold: %v; want none", got)
+	}
+	l.cached[1] = true
+	p.offer(node, l, 20, 4)
+	if got := stored(); len(got) != 1 || got[0].off != 16 {
+		t.Fatalf("block 1, offered before and after the cache held it: %v; want one fill at 16", got)
+	}
+	if s := p.stats(); s.Blocks != 3 || s.Failed != 1 || s.Bytes != uint64(len(content)) {
+		t.Fatalf("stats %+v; want 3 blocks, %d bytes, 1 failed", s, len(content))
+	}
+
+	node.released() // the last handle: what was handed over is forgotten
+	node.opens.n = 1
+	p.offer(node, l, 0, bs) // a read of a whole block fills its own pages
+	l.random = false
+	p.offer(node, l, 3, 4) // a sequential reader
+	if got := stored(); len(got) != 0 {
+		t.Fatalf("fills for a whole-block read and a sequential reader: %v; want none", got)
+	}
+	l.random = true
+	p.offer(node, l, 3, 4)
+	if got := stored(); len(got) != 1 || got[0].off != 0 {
+		t.Fatalf("after the last release, block 0 again: %v; want it handed over again", got)
+	}
+}
+
+// A full queue drops the fill and leaves the block to a later read.
+func TestAFullFillQueueDropsAndForgets(t *testing.T) {
+	const bs = 4
+	blocks := int64(fillQueueLen + 3)
+	l := &fakeLender{content: make([]byte, bs*blocks), bs: bs, random: true, cached: map[int64]bool{}}
+	for i := range blocks {
+		l.cached[i] = true
+	}
+	node := &fileNode{obj: store.Object{Key: "a", Size: int64(len(l.content))}}
+	p := newPageFiller()
+	started, unblock := make(chan struct{}), make(chan struct{})
+	var made atomic.Int64
+	p.store = func(_ *fileNode, off int64, _ []byte) syscall.Errno {
+		if off == 0 {
+			close(started)
+			<-unblock // the first fill holds the filler: the queue fills up
+		}
+		made.Add(1)
+		return 0
+	}
+	p.offer(node, l, 0, 1)
+	<-started
+	for i := range int64(fillQueueLen + 1) {
+		p.offer(node, l, (i+1)*bs, 1)
+	}
+	if s := p.stats(); s.Dropped != 1 {
+		t.Fatalf("dropped %d fills of %d offered to a full queue of %d; want 1", s.Dropped, fillQueueLen+1, fillQueueLen)
+	}
+	close(unblock)
+	p.wait()
+	p.offer(node, l, (fillQueueLen+1)*bs, 1) // the dropped block, read again
+	p.wait()
+	if got := made.Load(); got != fillQueueLen+2 {
+		t.Fatalf("%d fills made; want the first, the %d queued and the dropped one offered again", got, fillQueueLen)
+	}
+}

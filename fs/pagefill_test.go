@@ -59,13 +59,13 @@ func recordingFiller() (*pageFiller, func() []storedPage) {
 	}
 }
 
-// A random read's block is handed over whole, at its offset, once while
-// the inode is open; a read as large as a block, a sequential reader's
-// read and a block the cache does not hold are not; the last release
-// forgets what was handed over.
+// A random small read's block is handed over whole, at its offset, once
+// while the inode is open; for a read larger than an eighth of a block, a
+// sequential reader's read and a block the cache does not hold, nothing
+// is; the last release forgets what was handed over.
 func TestAFillHandsTheWholeBlockOnce(t *testing.T) {
-	const bs = 16
-	content := []byte("0123456789abcdefghijklmnopqrstuvwxyzABCDEFGHIJ") // 3 blocks, the last short
+	const bs = 64
+	content := bytes.Repeat([]byte("0123456789abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ-+"), 3)[:170] // 3 blocks, the last short
 	l := &fakeLender{content: content, bs: bs, random: true, cached: map[int64]bool{0: true, 2: true}}
 	node := &fileNode{obj: store.Object{Key: "a", Size: int64(len(content))}}
 	node.opens.n = 1
@@ -76,18 +76,18 @@ func TestAFillHandsTheWholeBlockOnce(t *testing.T) {
 	if got := stored(); len(got) != 1 || got[0].off != 0 || !bytes.Equal(got[0].data, content[:bs]) {
 		t.Fatalf("fills after two reads of block 0: %v; want block 0 whole, once", got)
 	}
-	p.offer(node, l, 40, 2) // the last block, shorter than bs
-	if got := stored(); len(got) != 1 || got[0].off != 32 || !bytes.Equal(got[0].data, content[32:]) {
-		t.Fatalf("fill of the last block: %v; want %q at 32", got, content[32:])
+	p.offer(node, l, 160, 2) // the last block, shorter than bs
+	if got := stored(); len(got) != 1 || got[0].off != 128 || !bytes.Equal(got[0].data, content[128:]) {
+		t.Fatalf("fill of the last block: %v; want %q at 128", got, content[128:])
 	}
-	p.offer(node, l, 16, 4) // not cached: nothing, and it may be offered again
+	p.offer(node, l, 64, 4) // not cached: nothing, and it may be offered again
 	if got := stored(); len(got) != 0 {
 		t.Fatalf("fill of a block the cache does not hold: %v; want none", got)
 	}
 	l.cached[1] = true
-	p.offer(node, l, 20, 4)
-	if got := stored(); len(got) != 1 || got[0].off != 16 {
-		t.Fatalf("block 1, offered before and after the cache held it: %v; want one fill at 16", got)
+	p.offer(node, l, 70, 4)
+	if got := stored(); len(got) != 1 || got[0].off != 64 {
+		t.Fatalf("block 1, offered before and after the cache held it: %v; want one fill at 64", got)
 	}
 	if s := p.stats(); s.Blocks != 3 || s.Failed != 1 || s.Bytes != uint64(len(content)) {
 		t.Fatalf("stats %+v; want 3 blocks, %d bytes, 1 failed", s, len(content))
@@ -95,11 +95,11 @@ func TestAFillHandsTheWholeBlockOnce(t *testing.T) {
 
 	node.released() // the last handle: what was handed over is forgotten
 	node.opens.n = 1
-	p.offer(node, l, 0, bs) // a read of a whole block fills its own pages
+	p.offer(node, l, 0, bs/fillMinReads+1) // not small: the fill would cost what it saves
 	l.random = false
 	p.offer(node, l, 3, 4) // a sequential reader
 	if got := stored(); len(got) != 0 {
-		t.Fatalf("fills for a whole-block read and a sequential reader: %v; want none", got)
+		t.Fatalf("fills for a read of more than an eighth of a block and a sequential reader: %v; want none", got)
 	}
 	l.random = true
 	p.offer(node, l, 3, 4)
@@ -110,7 +110,7 @@ func TestAFillHandsTheWholeBlockOnce(t *testing.T) {
 
 // A full queue drops the fill and leaves the block to a later read.
 func TestAFullFillQueueDropsAndForgets(t *testing.T) {
-	const bs = 4
+	const bs = 64
 	blocks := int64(fillQueueLen + 3)
 	l := &fakeLender{content: make([]byte, bs*blocks), bs: bs, random: true, cached: map[int64]bool{}}
 	for i := range blocks {

@@ -21,6 +21,8 @@ type Cache struct {
 	lock  *dirLock    // held while ring is open
 	bufs  sync.Pool
 
+	versions *versionMemo // versionIDs of the objects read lately
+
 	ringOff      atomic.Bool // set when ring I/O failed; the ring is then bypassed
 	ringOffWarns sync.Once
 
@@ -41,7 +43,7 @@ func Open(ctx context.Context, cfg Config, log *slog.Logger) (*Cache, error) {
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
-	c := &Cache{cfg: cfg, log: log}
+	c := &Cache{cfg: cfg, log: log, versions: newVersionMemo()}
 	c.bufs.New = func() any {
 		b := alignedBuffer(int(cfg.BlockSize))
 		return &b

@@ -19,7 +19,7 @@ func (c *Cache) ReadChunks(obj store.Object, p []byte, off int64) (Tier, bool) {
 	}
 	defer c.leave()
 	index := off / bs
-	k := blockKey{version: c.cfg.version(obj), index: index}
+	k := blockKey{version: c.version(obj), index: index}
 	want := blockLength(obj, bs, index)
 	lo, hi := off-index*bs, end-index*bs
 	if b, ok := c.ramBlock(k, want); ok {

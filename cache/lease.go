@@ -64,7 +64,7 @@ func (c *Cache) Lease(obj store.Object, off, n int64) (*Lease, error) {
 // pinRange pins the slots of every block overlapping [off, end), all or none.
 func (c *Cache) pinRange(r *ring, obj store.Object, off, end int64) ([]slotRef, bool) {
 	bs := c.cfg.BlockSize
-	ver := c.cfg.version(obj)
+	ver := c.version(obj)
 	r.mu.RLock()
 	defer r.mu.RUnlock()
 	var refs []slotRef

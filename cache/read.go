@@ -40,7 +40,7 @@ func (c *Cache) readAt(obj store.Object, p []byte, off int64, promote bool) (n i
 	}
 	defer c.leave()
 	bs := c.cfg.BlockSize
-	ver := c.cfg.version(obj)
+	ver := c.version(obj)
 	var room *atomic.Int64 // bytes the RAM tier takes from this read; nil: none
 	if promote && c.ram != nil {
 		c.ram.settle()
@@ -134,7 +134,7 @@ func (c *Cache) block(obj store.Object, index int64, from Tier) ([]byte, Tier, b
 		return nil, NotCached, false
 	}
 	defer c.leave()
-	k := blockKey{version: c.cfg.version(obj), index: index}
+	k := blockKey{version: c.version(obj), index: index}
 	want := blockLength(obj, bs, index)
 	if from.Has(InRAM) {
 		if b, ok := c.ramBlock(k, want); ok {

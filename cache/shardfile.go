@@ -232,7 +232,7 @@ func (c *Cache) MakeWholeFile(ctx context.Context, obj store.Object) (bool, erro
 		return false, nil
 	}
 	defer c.leave()
-	name := wholeName(c.cfg.version(obj))
+	name := wholeName(c.version(obj))
 	if c.whole.has(name) {
 		return true, nil
 	}
@@ -293,7 +293,7 @@ func (c *Cache) OpenWholeFile(obj store.Object) (*os.File, bool) {
 		return nil, false
 	}
 	defer c.leave()
-	f, ok := c.whole.open(wholeName(c.cfg.version(obj)), obj.Size)
+	f, ok := c.whole.open(wholeName(c.version(obj)), obj.Size)
 	if ok {
 		c.stats.wholeOpens.Add(1)
 	}
@@ -306,7 +306,7 @@ func (c *Cache) HasWholeFile(obj store.Object) bool {
 		return false
 	}
 	defer c.leave()
-	return c.whole.has(wholeName(c.cfg.version(obj)))
+	return c.whole.has(wholeName(c.version(obj)))
 }
 
 // WholeFilesDir is the directory of the whole-shard files, "" when the

@@ -56,7 +56,7 @@ func (c *Cache) Lookup(obj store.Object, index int64) Tier {
 		return NotCached
 	}
 	defer c.leave()
-	k := blockKey{version: c.cfg.version(obj), index: index}
+	k := blockKey{version: c.version(obj), index: index}
 	t := NotCached
 	if c.ram != nil {
 		if b, ok := c.ram.get(k); ok && int64(len(b)) == blockLength(obj, c.cfg.BlockSize, index) {

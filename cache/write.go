@@ -65,7 +65,7 @@ func (c *Cache) put(obj store.Object, off int64, data []byte, place Placement) {
 		c.ram.settle()
 		room = c.ram.free()
 	}
-	ver := c.cfg.version(obj)
+	ver := c.version(obj)
 	var blocks []pendingBlock
 	var pooled []*[]byte
 	defer func() {

@@ -122,6 +122,23 @@ func (r *Retry) ReadRange(ctx context.Context, obj Object, off int64, p []byte) 
 	return done, err
 }
 
+// withinBudget ends a backoff's waits at the call's deadline: a wait that
+// would run past it is cut to end there, so the last attempt starts by
+// the deadline and its failure ends the call. Uncut, a 5 s wait begun just
+// before the budget ran out delayed EIO by up to 5 s past --retry-timeout.
+type withinBudget struct {
+	*backoff.ExponentialBackOff
+	deadline time.Time
+}
+
+func (b withinBudget) NextBackOff() time.Duration {
+	d := b.ExponentialBackOff.NextBackOff()
+	if d == backoff.Stop {
+		return d
+	}
+	return max(0, min(d, time.Until(b.deadline)))
+}
+
 // eofSignal carries io.EOF (a successful short read) through do untouched.
 type eofSignal struct{ err error }
 
@@ -135,6 +152,10 @@ func (r *Retry) do(ctx context.Context, op, key string, call func() (progressed 
 	delays := r.policy.delays()
 	attempt, failures := 0, 0
 	var last error
+	var waits backoff.BackOff = delays
+	if r.policy.Budget > 0 {
+		waits = withinBudget{delays, start.Add(r.policy.Budget)}
+	}
 	err := backoff.RetryNotify(func() error {
 		attempt++
 		failures++
@@ -152,7 +173,7 @@ func (r *Retry) do(ctx context.Context, op, key string, call func() (progressed 
 			return backoff.Permanent(fmt.Errorf("%s %s: giving up after %d attempts in %s: %w", op, key, attempt, elapsed.Round(time.Millisecond), err))
 		}
 		return err
-	}, backoff.WithContext(delays, ctx), func(err error, delay time.Duration) {
+	}, backoff.WithContext(waits, ctx), func(err error, delay time.Duration) {
 		r.retries.Add(1)
 		r.log.Warn("retrying", "op", op, "key", key, "attempt", attempt, "delay", delay, "err", err)
 	})

@@ -192,3 +192,32 @@ func TestRetryReportsProgressAcrossAttempts(t *testing.T) {
 		t.Fatalf("progress reports %v, want [600 1000]", reports)
 	}
 }
+
+// A read against a store that keeps failing ends about when its budget
+// does, not a backoff wait later: each wait is cut at the deadline. With
+// waits of up to 4 s and a budget of 200 ms, ten reads that each slept
+// one uncut wait would very likely not all be back within a second.
+func TestRetryEndsWithItsBudgetNotAWaitLater(t *testing.T) {
+	mem := storetest.NewMem()
+	mem.Put("a", []byte("x"))
+	mem.Hook = func(string, int64, int) error { return errReset }
+	policy := store.RetryPolicy{Attempts: 100, BaseDelay: 2 * time.Second, MaxDelay: 4 * time.Second, Budget: 200 * time.Millisecond}
+	r := store.WithRetry(mem, policy, slog.New(slog.DiscardHandler))
+	obj, _ := r.Stat(context.Background(), "a")
+	errs := make(chan error)
+	start := time.Now()
+	for range 10 {
+		go func() {
+			_, err := r.ReadRange(context.Background(), obj, 0, make([]byte, 1))
+			errs <- err
+		}()
+	}
+	for range 10 {
+		if err := <-errs; !errors.Is(err, errReset) {
+			t.Fatalf("err = %v, want the store's reset after the budget", err)
+		}
+	}
+	if took := time.Since(start); took > time.Second {
+		t.Fatalf("10 reads with a 200ms retry budget took %s to fail; want them back within a second", took)
+	}
+}

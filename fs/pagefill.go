@@ -40,6 +40,9 @@ import (
 // bounded queue is full: a dropped fill only leaves the reads to the
 // daemon.
 
+// Lock order: inodeOpens.mu, then blockSet.mu (the last release resets
+// the set); pageFiller.mu is never held with either.
+
 // BlockLender is a Reader that lends whole cached blocks for fills
 // (prefetch.Reader satisfies it).
 type BlockLender interface {

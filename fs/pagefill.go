@@ -62,6 +62,10 @@ type BlockLender interface {
 // holds at least this many of it.
 const fillMinReads = 8
 
+// maxFillBlocks bounds the set of one open inode (128 KiB): an object of
+// more blocks (a TiB at 1 MiB blocks) gets no fills.
+const maxFillBlocks = 1 << 20
+
 // fillQueueLen bounds the fills waiting for the filler: at most this many
 // blocks are copied behind the reads that asked for them.
 const fillQueueLen = 64
@@ -190,9 +194,10 @@ type blockSet struct {
 }
 
 // claim marks block index of an object of size bytes (blocks of bs) and
-// reports whether it was not marked before.
+// reports whether it was not marked before; false for an object of more
+// than maxFillBlocks blocks.
 func (s *blockSet) claim(index, bs, size int64) bool {
-	if index < 0 || index*bs >= size {
+	if index < 0 || index*bs >= size || (size+bs-1)/bs > maxFillBlocks {
 		return false
 	}
 	s.mu.Lock()

@@ -106,6 +106,15 @@ func TestAFillHandsTheWholeBlockOnce(t *testing.T) {
 	if got := stored(); len(got) != 1 || got[0].off != 0 {
 		t.Fatalf("after the last release, block 0 again: %v; want it handed over again", got)
 	}
+
+	// An object of more than maxFillBlocks blocks gets none: its set
+	// would cost more than a fill saves.
+	huge := &fileNode{obj: store.Object{Key: "huge", Size: (maxFillBlocks + 1) * bs}}
+	huge.opens.n = 1
+	p.offer(huge, l, 5, 4)
+	if got := stored(); len(got) != 0 || huge.fills.bits != nil {
+		t.Fatalf("fills of an object of %d blocks: %v; want none, and no set", maxFillBlocks+1, got)
+	}
 }
 
 // A full queue drops the fill and leaves the block to a later read.

@@ -117,7 +117,7 @@ func registerOpenMetrics(m *metrics.Metrics, root *shardfs.Root) {
 	m.CounterFunc("shardfs_page_cache_fills_total", "Cached blocks handed whole to the kernel's page cache after a random read landed in them; their other reads never reach the daemon.", fills(func(s shardfs.FillStats) uint64 { return s.Blocks }))
 	m.CounterFunc("shardfs_page_cache_fill_bytes_total", "Bytes of the blocks handed to the kernel's page cache.", fills(func(s shardfs.FillStats) uint64 { return s.Bytes }))
 	m.CounterFunc("shardfs_page_cache_fills_dropped_total", "Fills not made because the fill queue was full (the reads went to the daemon).", fills(func(s shardfs.FillStats) uint64 { return s.Dropped }))
-	m.CounterFunc("shardfs_page_cache_fills_failed_total", "Fills not made because the cache no longer held the block or the kernel refused it.", fills(func(s shardfs.FillStats) uint64 { return s.Failed }))
+	m.CounterFunc("shardfs_page_cache_fills_failed_total", "Fills not made because the cache did not hold the block whole when the filler came to it (a later read may offer it again) or the kernel refused it.", fills(func(s shardfs.FillStats) uint64 { return s.Failed }))
 }
 
 // registerIndexMetrics exposes where member indexes came from.

@@ -24,11 +24,17 @@ func registerStoreMetrics(m *metrics.Metrics, meter *store.Metered, retry *store
 	m.CounterFunc("shardfs_store_retries_total", "Requests retried after throttling, 5xx, resets or stalls.", func() float64 { return float64(retry.Retries()) })
 }
 
+// statsOf turns snapshot, a component's Stats method, into the maker of
+// metric value functions: each reads one field of a fresh snapshot.
+func statsOf[S any](snapshot func() S) func(field func(S) float64) func() float64 {
+	return func(field func(S) float64) func() float64 {
+		return func() float64 { return field(snapshot()) }
+	}
+}
+
 // registerCacheMetrics exposes the cache's tiers and ring.
 func registerCacheMetrics(m *metrics.Metrics, c *cache.Cache) {
-	stat := func(f func(cache.Stats) float64) func() float64 {
-		return func() float64 { return f(c.Stats()) }
-	}
+	stat := statsOf(c.Stats)
 	m.CounterFunc("shardfs_cache_ram_hits_total", "Reads served by the RAM tier.", stat(func(s cache.Stats) float64 { return float64(s.RAMHits) }))
 	m.CounterFunc("shardfs_cache_ram_served_bytes_total", "Bytes served by the RAM tier.", stat(func(s cache.Stats) float64 { return float64(s.RAMBytesServed) }))
 	m.CounterFunc("shardfs_cache_ring_hits_total", "Reads served by the NVMe ring.", stat(func(s cache.Stats) float64 { return float64(s.RingHits) }))
@@ -56,9 +62,7 @@ func registerCacheMetrics(m *metrics.Metrics, c *cache.Cache) {
 // registerPrefetchMetrics exposes read-ahead: what it fetched, what reads
 // waited for, and how much of the budget it holds.
 func registerPrefetchMetrics(m *metrics.Metrics, s *prefetch.Scheduler) {
-	stat := func(f func(prefetch.Stats) float64) func() float64 {
-		return func() float64 { return f(s.Stats()) }
-	}
+	stat := statsOf(s.Stats)
 	m.CounterFunc("shardfs_prefetch_fetched_bytes_total", "Bytes fetched by read-ahead parts.", stat(func(s prefetch.Stats) float64 { return float64(s.FetchedBytes) }))
 	m.CounterFunc("shardfs_prefetch_cache_bytes_total", "Bytes read-ahead parts read from the disk cache instead of the store.", stat(func(s prefetch.Stats) float64 { return float64(s.CacheBytes) }))
 	m.CounterFunc("shardfs_prefetch_ahead_served_bytes_total", "Bytes served from parts fetched ahead of the read that needed them.", stat(func(s prefetch.Stats) float64 { return float64(s.PrefetchedServedBytes) }))
@@ -111,28 +115,24 @@ func registerOpenMetrics(m *metrics.Metrics, root *shardfs.Root) {
 	m.CounterFunc("shardfs_passthrough_opens_total", "Opens of shards passed through to the kernel, which reads their whole-shard file itself.", func() float64 { p, _ := root.OpenStats(); return float64(p) })
 	m.GaugeFunc("shardfs_open_shards", "Shard handles open now (the kernel has not released them).", func() float64 { return float64(root.OpenShards()) })
 	m.CounterFunc("shardfs_daemon_opens_total", "Opens of shards whose reads the daemon serves.", func() float64 { _, d := root.OpenStats(); return float64(d) })
-	fills := func(f func(shardfs.FillStats) uint64) func() float64 {
-		return func() float64 { return float64(f(root.FillStats())) }
-	}
-	m.CounterFunc("shardfs_page_cache_fills_total", "Cached blocks handed whole to the kernel's page cache after a random read landed in them; their other reads never reach the daemon.", fills(func(s shardfs.FillStats) uint64 { return s.Blocks }))
-	m.CounterFunc("shardfs_page_cache_fill_bytes_total", "Bytes of the blocks handed to the kernel's page cache.", fills(func(s shardfs.FillStats) uint64 { return s.Bytes }))
-	m.CounterFunc("shardfs_page_cache_fills_dropped_total", "Fills not made because the fill queue was full (the reads went to the daemon).", fills(func(s shardfs.FillStats) uint64 { return s.Dropped }))
-	m.CounterFunc("shardfs_page_cache_fills_failed_total", "Fills not made because the cache did not hold the block whole when the filler came to it (a later read may offer it again) or the kernel refused it.", fills(func(s shardfs.FillStats) uint64 { return s.Failed }))
+	fills := statsOf(root.FillStats)
+	m.CounterFunc("shardfs_page_cache_fills_total", "Cached blocks handed whole to the kernel's page cache after a random read landed in them; their other reads never reach the daemon.", fills(func(s shardfs.FillStats) float64 { return float64(s.Blocks) }))
+	m.CounterFunc("shardfs_page_cache_fill_bytes_total", "Bytes of the blocks handed to the kernel's page cache.", fills(func(s shardfs.FillStats) float64 { return float64(s.Bytes) }))
+	m.CounterFunc("shardfs_page_cache_fills_dropped_total", "Fills not made because the fill queue was full (the reads went to the daemon).", fills(func(s shardfs.FillStats) float64 { return float64(s.Dropped) }))
+	m.CounterFunc("shardfs_page_cache_fills_failed_total", "Fills not made because the cache did not hold the block whole when the filler came to it (a later read may offer it again) or the kernel refused it.", fills(func(s shardfs.FillStats) float64 { return float64(s.Failed) }))
 }
 
 // registerIndexMetrics exposes where member indexes came from.
 func registerIndexMetrics(m *metrics.Metrics, x *tarindex.Index) {
-	stat := func(f func(tarindex.Stats) int64) func() float64 {
-		return func() float64 { return float64(f(x.Stats())) }
-	}
-	m.CounterFunc("shardfs_index_memory_hits_total", "Member index reads served from memory.", stat(func(s tarindex.Stats) int64 { return s.Memory }))
-	m.CounterFunc("shardfs_index_persisted_total", "Member indexes read from the cache dir, with no store read.", stat(func(s tarindex.Stats) int64 { return s.Persisted }))
-	m.CounterFunc("shardfs_index_sidecars_total", "Member indexes taken from a sidecar index (wds2idx .idx) after its check.", stat(func(s tarindex.Stats) int64 { return s.Sidecars }))
-	m.CounterFunc("shardfs_index_scans_total", "Member indexes built by reading the shard's tar headers.", stat(func(s tarindex.Stats) int64 { return s.Scans }))
-	m.CounterFunc("shardfs_index_sidecars_rejected_total", "Sidecar indexes that disagreed with their shard and were ignored (each logged).", stat(func(s tarindex.Stats) int64 { return s.SidecarsRejected }))
-	m.CounterFunc("shardfs_index_persisted_corrupt_total", "Persisted member indexes that failed their checksum and were built again (each logged).", stat(func(s tarindex.Stats) int64 { return s.PersistedCorrupt }))
-	m.CounterFunc("shardfs_index_persist_failures_total", "Member indexes that could not be written to the cache dir.", stat(func(s tarindex.Stats) int64 { return s.PersistFailures }))
-	m.GaugeFunc("shardfs_index_memory_bytes", "Bytes of member indexes held in memory (at most "+formatSize(tarindex.DefaultMemory)+").", stat(func(s tarindex.Stats) int64 { return s.MemoryBytes }))
+	stat := statsOf(x.Stats)
+	m.CounterFunc("shardfs_index_memory_hits_total", "Member index reads served from memory.", stat(func(s tarindex.Stats) float64 { return float64(s.Memory) }))
+	m.CounterFunc("shardfs_index_persisted_total", "Member indexes read from the cache dir, with no store read.", stat(func(s tarindex.Stats) float64 { return float64(s.Persisted) }))
+	m.CounterFunc("shardfs_index_sidecars_total", "Member indexes taken from a sidecar index (wds2idx .idx) after its check.", stat(func(s tarindex.Stats) float64 { return float64(s.Sidecars) }))
+	m.CounterFunc("shardfs_index_scans_total", "Member indexes built by reading the shard's tar headers.", stat(func(s tarindex.Stats) float64 { return float64(s.Scans) }))
+	m.CounterFunc("shardfs_index_sidecars_rejected_total", "Sidecar indexes that disagreed with their shard and were ignored (each logged).", stat(func(s tarindex.Stats) float64 { return float64(s.SidecarsRejected) }))
+	m.CounterFunc("shardfs_index_persisted_corrupt_total", "Persisted member indexes that failed their checksum and were built again (each logged).", stat(func(s tarindex.Stats) float64 { return float64(s.PersistedCorrupt) }))
+	m.CounterFunc("shardfs_index_persist_failures_total", "Member indexes that could not be written to the cache dir.", stat(func(s tarindex.Stats) float64 { return float64(s.PersistFailures) }))
+	m.GaugeFunc("shardfs_index_memory_bytes", "Bytes of member indexes held in memory (at most "+formatSize(tarindex.DefaultMemory)+").", stat(func(s tarindex.Stats) float64 { return float64(s.MemoryBytes) }))
 }
 
 // mountListing is what the mount's first listing cost the store.
@@ -148,9 +148,7 @@ func listingAtMount(meter *store.Metered) mountListing {
 // registerListingMetrics exposes where the listing came from, what the
 // mount's listing cost and what the refreshes found.
 func registerListingMetrics(m *metrics.Metrics, l *listing.Listing, atMount mountListing) {
-	stat := func(f func(listing.Stats) float64) func() float64 {
-		return func() float64 { return f(l.Stats()) }
-	}
+	stat := statsOf(l.Stats)
 	fromCache := 0.0
 	if l.Origin() == listing.FromCache {
 		fromCache = 1

@@ -145,16 +145,11 @@ func (p *pageFiller) offer(node *fileNode, lender BlockLender, off int64, n int)
 	}
 }
 
-// drain fills blocks until the queue is empty, then exits.
+// drain fills blocks until the queue is empty, then exits. It is the
+// queue's only receiver, so a queue it found not empty has a fill for it.
 func (p *pageFiller) drain() {
 	defer p.wg.Done()
 	for {
-		select {
-		case f := <-p.queue:
-			p.fillOne(f)
-			continue
-		default:
-		}
 		p.mu.Lock()
 		if len(p.queue) == 0 {
 			p.running = false
@@ -162,6 +157,7 @@ func (p *pageFiller) drain() {
 			return
 		}
 		p.mu.Unlock()
+		p.fillOne(<-p.queue)
 	}
 }
 

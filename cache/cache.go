@@ -49,7 +49,7 @@ func Open(ctx context.Context, cfg Config, log *slog.Logger) (*Cache, error) {
 		return &b
 	}
 	if cfg.MemorySize > 0 {
-		ram, err := newMemTier(cfg.MemorySize, cfg.BlockSize, &c.stats)
+		ram, err := newMemTier(cfg.MemorySize, cfg.BlockSize, cfg.SharedMemoryDir, &c.stats)
 		if err != nil {
 			return nil, err
 		}
@@ -111,6 +111,10 @@ func (c *Cache) disableRing(err error) {
 
 // HasRAMTier reports whether the cache has a RAM tier (MemorySize > 0).
 func (c *Cache) HasRAMTier() bool { return c.ram != nil }
+
+// SharesRAM reports whether the RAM tier lives in a shared file that
+// LeaseRAM hands out (Config.SharedMemoryDir).
+func (c *Cache) SharesRAM() bool { return c.ram != nil && c.ram.arena != nil }
 
 // Room is how many bytes of blocks the cache can keep at once: the RAM
 // tier's size and the ring's slots, unless the ring was switched off.

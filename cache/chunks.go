@@ -22,9 +22,7 @@ func (c *Cache) ReadChunks(obj store.Object, p []byte, off int64) (Tier, bool) {
 	k := blockKey{version: c.version(obj), index: index}
 	want := blockLength(obj, bs, index)
 	lo, hi := off-index*bs, end-index*bs
-	if b, ok := c.ramBlock(k, want); ok {
-		copy(p, b[lo:hi])
-		c.stats.ramBytesServed.Add(uint64(len(p)))
+	if c.ramCopy(k, want, lo, p) {
 		return InRAM, true
 	}
 	r, ref, ok := c.pinRing(k, want)

@@ -2,6 +2,7 @@ package cache
 
 import (
 	"fmt"
+	"path/filepath"
 	"strings"
 )
 
@@ -43,7 +44,11 @@ type Config struct {
 	Dir        string // ring directory; "" = RAM tier only
 	Size       int64  // ring bytes, never exceeded by the ring's files
 	MemorySize int64  // RAM tier bytes; 0 disables the RAM tier
-	BlockSize  int64  // bytes per block, a multiple of 4 KiB
+	// SharedMemoryDir, when set, puts the RAM tier's blocks in one file
+	// there (a tmpfs: /dev/shm) that GPU clients lease and map (arena.go),
+	// instead of on the Go heap. The file is reserved whole at Open.
+	SharedMemoryDir string
+	BlockSize       int64 // bytes per block, a multiple of 4 KiB
 	// Namespace and KeyPrefix place the source's objects: a block's
 	// identity is Namespace, KeyPrefix + the object's key (as the store
 	// lists it, relative to the source) and its ETag. For s3://bucket/wds
@@ -84,6 +89,8 @@ func (c Config) Validate() error {
 		return fmt.Errorf("cache size %d: must not be negative", c.Size)
 	case c.WholeShardPercent < 0 || c.WholeShardPercent > maxWholeShardPercent:
 		return fmt.Errorf("whole-shard share %d%%: must be 0 to %d", c.WholeShardPercent, maxWholeShardPercent)
+	case c.SharedMemoryDir != "" && !filepath.IsAbs(c.SharedMemoryDir):
+		return fmt.Errorf("shared memory cache dir %q: must be an absolute path", c.SharedMemoryDir)
 	case c.KeyPrefix != "" && !strings.HasSuffix(c.KeyPrefix, "/"):
 		return fmt.Errorf("cache key prefix %q: must be empty or end with /", c.KeyPrefix)
 	}

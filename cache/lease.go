@@ -15,11 +15,14 @@ type Extent struct {
 	FileOffset int64 // where the bytes start in the shard
 }
 
-// Lease pins the ring slots holding a range of a shard, so the write head
-// does not overwrite them, until Release.
+// Lease pins the slots holding a range of a shard until Release: ring
+// slots (Lease), so the write head does not overwrite them, or the RAM
+// tier's arena slots (LeaseRAM), so they are not reused.
 type Lease struct {
 	ring    *ring
 	slots   []int64
+	arena   *arena
+	refs    []arenaRef
 	extents []Extent
 	stats   *counters
 	once    sync.Once
@@ -108,20 +111,25 @@ func extentsOf(r *ring, refs []slotRef, bs, off, end int64) []Extent {
 	for _, ref := range refs {
 		start := ref.key.index * bs
 		lo, hi := max(off, start), min(end, start+ref.length)
-		e := Extent{
+		out = appendExtent(out, Extent{
 			Path:       r.file.path,
 			Offset:     r.geo.dataOffset(ref.n) + lo - start,
 			Length:     hi - lo,
 			FileOffset: lo,
-		}
-		if k := len(out) - 1; k >= 0 && out[k].Offset+out[k].Length == e.Offset &&
-			out[k].FileOffset+out[k].Length == e.FileOffset {
-			out[k].Length += e.Length
-			continue
-		}
-		out = append(out, e)
+		})
 	}
 	return out
+}
+
+// appendExtent appends e, merged into the last extent when it continues it
+// both in the file and in the shard.
+func appendExtent(out []Extent, e Extent) []Extent {
+	if k := len(out) - 1; k >= 0 && out[k].Path == e.Path && out[k].Offset+out[k].Length == e.Offset &&
+		out[k].FileOffset+out[k].Length == e.FileOffset {
+		out[k].Length += e.Length
+		return out
+	}
+	return append(out, e)
 }
 
 // Extents returns where the leased bytes lie, in shard order.
@@ -140,4 +148,43 @@ func (l *Lease) unpin() {
 	for _, n := range l.slots {
 		l.ring.unpin(n)
 	}
+	if l.arena != nil {
+		l.arena.unpinLease(l.refs)
+	}
+}
+
+// LeaseRAM pins the RAM tier's slots holding obj's bytes from off on, up
+// to off+n (clipped to obj.Size), as far as the tier holds them whole and
+// leases may pin (half its slots), and describes where those bytes lie in
+// the tier's shared file: the extents cover a prefix of the range. It is
+// ErrNotCached when the tier is not shared (Config.SharedMemoryDir) or
+// pins no block at off. The tier holds only bytes that passed their checks
+// (from the store, or read back from the ring and verified).
+func (c *Cache) LeaseRAM(obj store.Object, off, n int64) (*Lease, error) {
+	if off < 0 || n < 0 {
+		return nil, fmt.Errorf("lease %s [%d,+%d): %w", obj.Key, off, n, store.ErrInvalidRange)
+	}
+	if !c.enter() {
+		return nil, fmt.Errorf("lease %s: cache closed: %w", obj.Key, ErrNotCached)
+	}
+	defer c.leave()
+	end := min(off+n, obj.Size)
+	if c.ram == nil || c.ram.arena == nil || off >= end {
+		return nil, fmt.Errorf("lease %s [%d,%d) from RAM: %w", obj.Key, off, end, ErrNotCached)
+	}
+	bs := c.cfg.BlockSize
+	first, last := off/bs, (end-1)/bs
+	refs := c.ram.pinPrefix(c.version(obj), first, last, func(i int64) int64 { return blockLength(obj, bs, i) })
+	if len(refs) == 0 {
+		return nil, fmt.Errorf("lease %s at %d from RAM: %w", obj.Key, off, ErrNotCached)
+	}
+	a := c.ram.arena
+	l := &Lease{arena: a, refs: refs, stats: &c.stats}
+	for i, ref := range refs {
+		start := (first + int64(i)) * bs
+		lo, hi := max(off, start), min(end, start+bs)
+		l.extents = appendExtent(l.extents, Extent{Path: a.path, Offset: a.offset(ref) + lo - start, Length: hi - lo, FileOffset: lo})
+	}
+	c.stats.leases.Add(1)
+	return l, nil
 }

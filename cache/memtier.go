@@ -10,39 +10,145 @@ import (
 // memTier is the RAM tier: whole blocks in ristretto, cost in bytes. It is a
 // hint: a Set may be dropped or rejected, and nothing here says what the
 // ring holds.
+//
+// Its blocks live on the Go heap, or, when the tier is shared, in an arena
+// (arena.go) that GPU clients map. A heap block is never written again
+// once set, so readers may keep it; an arena slot is reused after
+// eviction, so readers pin it for as long as they read it (view), and
+// callers that keep a block get a copy (share).
 type memTier struct {
-	cache *ristretto.Cache[string, []byte]
+	cache *ristretto.Cache[string, memBlock]
+	arena *arena // nil: blocks on the heap
 	// closing silences eviction counting while Close empties the cache,
 	// which ristretto reports as an eviction of every item.
 	closing atomic.Bool
 }
 
-func newMemTier(size, blockSize int64, stats *counters) (*memTier, error) {
+// memBlock is one block of the tier: its bytes, and where the tier is
+// shared, the arena slot they lie in.
+type memBlock struct {
+	b      []byte
+	ref    arenaRef
+	shared bool
+}
+
+func newMemTier(size, blockSize int64, sharedDir string, stats *counters) (*memTier, error) {
 	m := &memTier{}
+	if sharedDir != "" {
+		a, err := openArena(sharedDir, size, blockSize)
+		if err != nil {
+			return nil, err
+		}
+		m.arena = a
+		size = int64(len(a.slots)) * blockSize
+	}
 	blocks := max(size/blockSize, 1)
-	c, err := ristretto.NewCache(&ristretto.Config[string, []byte]{
+	c, err := ristretto.NewCache(&ristretto.Config[string, memBlock]{
 		NumCounters:        max(10*blocks, 1024),
 		MaxCost:            size,
 		BufferItems:        64,
 		IgnoreInternalCost: true,
-		OnEvict: func(*ristretto.Item[[]byte]) {
+		OnEvict: func(*ristretto.Item[memBlock]) {
 			if !m.closing.Load() {
 				stats.ramEvictions.Add(1)
 			}
 		},
+		// Every value that leaves the index (evicted, rejected, replaced)
+		// gives its slot back.
+		OnExit: func(v memBlock) {
+			if v.shared {
+				m.arena.release(v.ref)
+			}
+		},
 	})
 	if err != nil {
+		if m.arena != nil {
+			m.arena.close()
+		}
 		return nil, fmt.Errorf("memory cache: %w", err)
 	}
 	m.cache = c
 	return m, nil
 }
 
-func (m *memTier) get(k blockKey) ([]byte, bool) { return m.cache.Get(k.memKey()) }
+// has reports whether the tier holds block k whole (want bytes).
+func (m *memTier) has(k blockKey, want int64) bool {
+	v, ok := m.cache.Get(k.memKey())
+	return ok && int64(len(v.b)) == want
+}
 
-// set offers b to the tier, which keeps b itself (no copy): callers hand
-// over a buffer they no longer write.
-func (m *memTier) set(k blockKey, b []byte) { m.cache.Set(k.memKey(), b, int64(len(b))) }
+// view calls fn with block k's bytes (want long) while they cannot change;
+// false, without calling fn, when the tier does not hold the block whole.
+// fn must not keep the slice.
+func (m *memTier) view(k blockKey, want int64, fn func([]byte)) bool {
+	v, ok := m.cache.Get(k.memKey())
+	if !ok || int64(len(v.b)) != want {
+		return false
+	}
+	if !v.shared {
+		fn(v.b)
+		return true
+	}
+	if !m.arena.pin(v.ref) {
+		return false // evicted since the lookup
+	}
+	defer m.arena.unpin(v.ref)
+	fn(v.b)
+	return true
+}
+
+// share returns block k's bytes for a caller to keep: the block itself on
+// the heap, a copy of it from an arena.
+func (m *memTier) share(k blockKey, want int64) ([]byte, bool) {
+	var out []byte
+	ok := m.view(k, want, func(b []byte) {
+		if m.arena == nil {
+			out = b
+			return
+		}
+		out = alignedBuffer(int(alignUp(want)))[:want]
+		copy(out, b)
+	})
+	return out, ok
+}
+
+// set offers b to the tier. On the heap the tier keeps b itself (no
+// copy): callers hand over a buffer they no longer write. An arena copies
+// b into a free slot, and drops it when no slot is free.
+func (m *memTier) set(k blockKey, b []byte) {
+	if m.arena == nil {
+		m.cache.Set(k.memKey(), memBlock{b: b}, int64(len(b)))
+		return
+	}
+	ref, ok := m.arena.alloc()
+	if !ok {
+		return
+	}
+	slot := m.arena.block(ref, int64(len(b)))
+	copy(slot, b)
+	if !m.cache.Set(k.memKey(), memBlock{b: slot, ref: ref, shared: true}, m.arena.bs) {
+		m.arena.release(ref) // dropped before the index saw it: no OnExit
+	}
+}
+
+// pinPrefix pins, for a lease, the arena slots of the blocks of version
+// ver from first on, up to last, that the tier holds whole, stopping at the
+// first it does not (length says each block's length), and as far as the
+// arena lets leases pin; none when it does not hold first.
+func (m *memTier) pinPrefix(ver versionID, first, last int64, length func(int64) int64) []arenaRef {
+	if m.arena == nil {
+		return nil
+	}
+	var refs []arenaRef
+	for i := first; i <= last; i++ {
+		v, ok := m.cache.Get(blockKey{version: ver, index: i}.memKey())
+		if !ok || !v.shared || int64(len(v.b)) != length(i) {
+			break
+		}
+		refs = append(refs, v.ref)
+	}
+	return m.arena.pinLease(refs)
+}
 
 // settle waits until the sets offered so far are admitted or dropped.
 // Ristretto applies Sets from a buffer of thousands; with blocks of a MiB
@@ -59,4 +165,7 @@ func (m *memTier) free() int64 { return m.cache.RemainingCost() }
 func (m *memTier) close() {
 	m.closing.Store(true)
 	m.cache.Close()
+	if m.arena != nil {
+		m.arena.close()
+	}
 }

@@ -28,7 +28,7 @@ func BenchmarkOneShotRead8MiB(b *testing.B) {
 			for b.Loop() {
 				if tc.ram > 0 {
 					// A fresh tier each time, so every block is promoted.
-					c.ram, _ = newMemTier(size*2, cfg.BlockSize, &c.stats)
+					c.ram, _ = newMemTier(size*2, cfg.BlockSize, "", &c.stats)
 				}
 				if _, ok := c.ReadAt(o.obj, dst, 0, ForOneShot); !ok {
 					b.Fatal("miss")

@@ -122,8 +122,9 @@ func isMemoryFault(r any) bool {
 // from that holds it (RAM, then the ring, verified), and the tier that
 // served it. The slice is shared, never written again and never reused by
 // the cache: a caller may keep it as long as it likes, but must not modify
-// it. A RAM hit costs no copy; a block read from the ring is promoted to
-// RAM, where the caller is likely to come back for it.
+// it. A RAM hit costs no copy (one where the tier is shared: its slots
+// are reused); a block read from the ring is promoted to RAM, where the
+// caller is likely to come back for it.
 func (c *Cache) Get(obj store.Object, index int64, from Tier) ([]byte, Tier, bool) {
 	return c.block(obj, index, from)
 }
@@ -166,12 +167,31 @@ func (c *Cache) ramBlock(k blockKey, want int64) ([]byte, bool) {
 	if c.ram == nil {
 		return nil, false
 	}
-	if b, ok := c.ram.get(k); ok && int64(len(b)) == want {
-		c.stats.ramHits.Add(1)
-		return b, true
+	b, ok := c.ram.share(k, want)
+	c.countRAM(ok)
+	return b, ok
+}
+
+// ramCopy copies block k (want bytes long) from offset from into dst when
+// the RAM tier holds it, counting the hit or miss and the bytes.
+func (c *Cache) ramCopy(k blockKey, want, from int64, dst []byte) bool {
+	if c.ram == nil {
+		return false
 	}
-	c.stats.ramMisses.Add(1)
-	return nil, false
+	ok := c.ram.view(k, want, func(b []byte) { copy(dst, b[from:]) })
+	c.countRAM(ok)
+	if ok {
+		c.stats.ramBytesServed.Add(uint64(len(dst)))
+	}
+	return ok
+}
+
+func (c *Cache) countRAM(hit bool) {
+	if hit {
+		c.stats.ramHits.Add(1)
+	} else {
+		c.stats.ramMisses.Add(1)
+	}
 }
 
 // readRing reads block k, want bytes long, from the ring into buf (aligned,
@@ -255,9 +275,7 @@ func (c *Cache) pinRing(k blockKey, want int64) (*ring, slotRef, bool) {
 // the ring is copied into the RAM tier when room (nil: never) has want
 // bytes left, which it then no longer has.
 func (c *Cache) readBlock(k blockKey, want, from int64, dst []byte, room *atomic.Int64) bool {
-	if b, ok := c.ramBlock(k, want); ok {
-		copy(dst, b[from:])
-		c.stats.ramBytesServed.Add(uint64(len(dst)))
+	if c.ramCopy(k, want, from, dst) {
 		return true
 	}
 	promote := room != nil && room.Load() >= want && room.Add(-want) >= 0

@@ -59,7 +59,7 @@ func (c *Cache) Lookup(obj store.Object, index int64) Tier {
 	k := blockKey{version: c.version(obj), index: index}
 	t := NotCached
 	if c.ram != nil {
-		if b, ok := c.ram.get(k); ok && int64(len(b)) == blockLength(obj, c.cfg.BlockSize, index) {
+		if c.ram.has(k, blockLength(obj, c.cfg.BlockSize, index)) {
 			t |= InRAM
 		}
 	}

@@ -22,9 +22,10 @@ import (
 // 0x58...), so these commands always reach the daemon.
 const (
 	// ABIVersion is the version this daemon speaks: 2 added the batch
-	// commands (SUBMIT, WAIT, abi_batch.go). Requests of the commands of
-	// version 1 may still carry 1 (MinABIVersion); the batch commands need 2.
-	ABIVersion = 2
+	// commands (SUBMIT, WAIT, abi_batch.go), 3 the LEASE flag
+	// LeaseFromRAM. Requests of the commands of version 1 may still carry
+	// 1 (MinABIVersion); the batch commands need 2.
+	ABIVersion = 3
 	// MinABIVersion is the oldest version the version-1 commands accept.
 	MinABIVersion = 1
 	// IoctlType is the ioctl type byte of every shardfs command.
@@ -337,7 +338,7 @@ func DecodeLease(p []byte) (LeaseReq, error) {
 
 func decodeLease(p []byte) (LeaseReq, leaseFields, error) {
 	var w leaseFields
-	if err := decodeFieldsSince(p, leaseSize, &w, MinABIVersion, LeaseUnlessInRAM); err != nil {
+	if err := decodeFieldsSince(p, leaseSize, &w, MinABIVersion, LeaseUnlessInRAM|LeaseFromRAM); err != nil {
 		return LeaseReq{}, w, err
 	}
 	path, err := cString(p[leasePathAt : leasePathAt+PathSize])

@@ -37,6 +37,13 @@ const (
 	// range whose every block is in the RAM tier: READ copies it from
 	// memory faster than the client can read the ring's disk.
 	LeaseUnlessInRAM = 1 << 0
+	// LeaseFromRAM (a LEASE flag, version 3) pins the range in the RAM
+	// tier's shared file, which the client maps and registers with CUDA
+	// so that the GPU copies the bytes straight from the tier; ENODATA
+	// when a block of the range is not in the tier, the tier is not
+	// shared, or leases pin half of it already; EACCES for a uid that
+	// could not open the file.
+	LeaseFromRAM = 1 << 1
 )
 
 // The batch wire structs, in the style of abi.go: sizes and offsets are

@@ -15,6 +15,8 @@ type Capabilities struct {
 	BlockSize  int64             `json:"block_size"`
 	Alignment  int64             `json:"alignment"`
 	Leases     bool              `json:"leases"`
+	// RAMLeases says LEASE_FROM_RAM may pin blocks of a shared RAM tier.
+	RAMLeases bool `json:"ram_leases"`
 	// WholeFiles says WHOLE_FILE may find shards held whole (the cache has
 	// the whole-shard file tier).
 	WholeFiles       bool              `json:"whole_files"`
@@ -64,6 +66,7 @@ func (s *Server) Capabilities(ctx context.Context) ([]byte, error) {
 		BlockSize:        s.cfg.BlockSize,
 		Alignment:        s.cfg.Alignment,
 		Leases:           s.leaseFn != nil,
+		RAMLeases:        s.ramLeaseFn != nil,
 		WholeFiles:       s.whole != nil,
 		MaxBufferSize:    s.cfg.MaxBufferSize,
 		MaxRegistrations: s.cfg.MaxRegistrations,

@@ -118,12 +118,18 @@ func shmFile(t testing.TB, size int64, mode os.FileMode) string {
 
 func (f *fixture) ioctl(handle uint64, obj *store.Object, cmd uint32, req interface{ Encode() ([]byte, error) }) ([]byte, syscall.Errno) {
 	f.t.Helper()
+	return f.ioctlAs(handle, uint32(os.Getuid()), obj, cmd, req)
+}
+
+// ioctlAs is ioctl as uid.
+func (f *fixture) ioctlAs(handle uint64, uid uint32, obj *store.Object, cmd uint32, req interface{ Encode() ([]byte, error) }) ([]byte, syscall.Errno) {
+	f.t.Helper()
 	in, err := req.Encode()
 	if err != nil {
 		f.t.Fatal(err)
 	}
 	out := make([]byte, len(in))
-	_, errno := f.srv.Ioctl(context.Background(), handle, uint32(os.Getuid()), 1, obj, cmd, in, out)
+	_, errno := f.srv.Ioctl(context.Background(), handle, uid, 1, obj, cmd, in, out)
 	return out, errno
 }
 

@@ -31,12 +31,18 @@ func leaseFuncOf(l Leaser) leaseFunc {
 	if noCache(l) {
 		return nil
 	}
+	return pinsOf(l.Lease)
+}
+
+// pinsOf adapts a cache lease method: a nil *cache.Lease must not become
+// a non-nil pin.
+func pinsOf(lease func(obj store.Object, off, n int64) (*cache.Lease, error)) leaseFunc {
 	return func(obj store.Object, off, n int64) (pin, error) {
-		lease, err := l.Lease(obj, off, n)
+		l, err := lease(obj, off, n)
 		if err != nil {
 			return nil, err
 		}
-		return lease, nil
+		return l, nil
 	}
 }
 
@@ -50,6 +56,8 @@ func noCache(l Leaser) bool {
 // lease handles LEASE: pin the range's cache extents for this handle. A
 // range not resident is read through the mount once (which caches it) and
 // leased again; when that fails too the caller gets ENODATA and uses READ.
+// With LEASE_FROM_RAM the extents lie in the RAM tier's shared file, and a
+// range not all there is ENODATA at once.
 func (s *Server) lease(ctx context.Context, handle uint64, uid uint32, obj *store.Object, in, out []byte) ([]byte, error) {
 	if len(out) < leaseSize {
 		return nil, fmt.Errorf("reply room %d bytes: %w", len(out), ErrShortPayload)
@@ -58,7 +66,11 @@ func (s *Server) lease(ctx context.Context, handle uint64, uid uint32, obj *stor
 	if err != nil {
 		return nil, err
 	}
-	if s.leaseFn == nil {
+	fromRAM := req.Flags&LeaseFromRAM != 0
+	if fromRAM && req.Flags&LeaseUnlessInRAM != 0 {
+		return nil, fmt.Errorf("LEASE_FROM_RAM with LEASE_UNLESS_IN_RAM: %w", syscall.EINVAL)
+	}
+	if s.leaseFn == nil && !fromRAM {
 		return nil, fmt.Errorf("no cache ring on this mount: %w", syscall.EOPNOTSUPP)
 	}
 	if req.Length == 0 {
@@ -97,7 +109,12 @@ func (s *Server) lease(ctx context.Context, handle uint64, uid uint32, obj *stor
 		s.releaseLeaseLocked(uid, pinned)
 		s.mu.Unlock()
 	}
-	held, err := s.pinRange(ctx, o, off, n)
+	var held pin
+	if fromRAM {
+		held, err = s.pinFromRAM(uid, o, off, n)
+	} else {
+		held, err = s.pinRange(ctx, o, off, n)
+	}
 	if err != nil {
 		unreserve()
 		return nil, err
@@ -106,6 +123,20 @@ func (s *Server) lease(ctx context.Context, handle uint64, uid uint32, obj *stor
 		held.Release()
 		unreserve()
 		return nil, err
+	}
+	if fromRAM {
+		// A RAM lease pins the prefix of the range the tier holds: the
+		// limits count the blocks it pinned, not those asked for.
+		var got int64
+		for _, e := range held.Extents() {
+			got += e.Length
+		}
+		if actual := (off+got+bs-1)/bs*bs - off/bs*bs; actual < pinned {
+			s.mu.Lock()
+			s.releaseLeaseLocked(uid, pinned-actual)
+			s.mu.Unlock()
+			pinned = actual
+		}
 	}
 	id := s.nextID.Add(1)
 	s.mu.Lock()

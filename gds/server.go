@@ -103,10 +103,13 @@ type Server struct {
 	cfg     Config
 	files   Files
 	leaseFn leaseFunc
-	whole   WholeFiles // nil: WHOLE_FILE answers EOPNOTSUPP
-	owner   uint32     // the daemon's uid, which owns the cache files
-	gpus    GPUSource
-	log     *slog.Logger
+	// ramLeaseFn pins RAM-tier slots (LEASE_FROM_RAM); nil when the tier
+	// is not shared.
+	ramLeaseFn leaseFunc
+	whole      WholeFiles // nil: WHOLE_FILE answers EOPNOTSUPP
+	owner      uint32     // the daemon's uid, which owns the cache files
+	gpus       GPUSource
+	log        *slog.Logger
 
 	nextID atomic.Uint64 // buffer and lease ids: never reused, so a stale id cannot alias
 
@@ -177,15 +180,16 @@ func NewServer(cfg Config, files Files, leaser Leaser, gpus GPUSource, log *slog
 	}
 	cfg = cfg.withDefaults()
 	s := &Server{
-		cfg:     cfg,
-		files:   files,
-		leaseFn: leaseFuncOf(leaser),
-		whole:   wholeFilesOf(leaser),
-		owner:   uint32(os.Geteuid()),
-		gpus:    gpus,
-		log:     log,
-		handles: map[uint64]*handleState{},
-		perUID:  map[uint32]*usage{},
+		cfg:        cfg,
+		files:      files,
+		leaseFn:    leaseFuncOf(leaser),
+		ramLeaseFn: ramLeaseFuncOf(files),
+		whole:      wholeFilesOf(leaser),
+		owner:      uint32(os.Geteuid()),
+		gpus:       gpus,
+		log:        log,
+		handles:    map[uint64]*handleState{},
+		perUID:     map[uint32]*usage{},
 
 		quit: make(chan struct{}),
 		inFlight: inFlight{

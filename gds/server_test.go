@@ -155,7 +155,7 @@ func TestMalformedIoctls(t *testing.T) {
 		return errno
 	}
 	badVersion := append([]byte(nil), good...)
-	badVersion[0] = 3
+	badVersion[0] = ABIVersion + 1
 	flags := append([]byte(nil), good...)
 	flags[4] = 1
 	cases := map[string]struct {

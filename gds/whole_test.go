@@ -41,12 +41,8 @@ func newWholeFixture(t *testing.T) (*fixture, *cache.Cache) {
 // wholeAs asks WHOLE_FILE as uid.
 func (f *fixture) wholeAs(uid uint32, obj *store.Object, path string) (WholeFileReq, syscall.Errno) {
 	f.t.Helper()
-	in, err := WholeFileReq{Path: path}.Encode()
-	if err != nil {
-		f.t.Fatal(err)
-	}
-	out := make([]byte, len(in))
-	if _, errno := f.srv.Ioctl(context.Background(), 1, uid, 1, obj, CmdWholeFile, in, out); errno != 0 {
+	out, errno := f.ioctlAs(1, uid, obj, CmdWholeFile, WholeFileReq{Path: path})
+	if errno != 0 {
 		return WholeFileReq{}, errno
 	}
 	r, err := DecodeWholeFile(out)

@@ -2,7 +2,9 @@
 # The GPU side interface on a machine with CUDA, end to end: what go-nvml
 # sees, the ctl capabilities, the interface's checks (test_client.py), the
 # throughput of the staged and direct paths against memcpy and a plain torch
-# pinned copy (gpu_bench.py), and the example training loop.
+# pinned copy (gpu_bench.py), read_into out of the shared RAM tier in
+# interleaved rounds against a pinned copy (ram_rounds.py), and the example
+# training loop.
 #   bash scripts/gpu_checks.sh
 # Shards are generated into a local directory and mounted with a ring cache,
 # so no MinIO is needed. On a machine without CUDA every step still runs and
@@ -105,14 +107,18 @@ step "shardfs gpus" "$BIN" gpus
 # interface checks read whole and then delete under the client.
 "$BIN" warm "$SRC" --cache-dir "$CACHE_DIR" --cache-size 4GiB --include 'large/*'
 "$BIN" warm "$SRC" --cache-dir "$CACHE_DIR" --cache-size 4GiB --include shard-000001.tar
-# First with a RAM tier that holds the large shard: READs copy from RAM.
-"$BIN" mount "$SRC" "$MNT" --cache-dir "$CACHE_DIR" --cache-size 4GiB --memory-cache-size 1GiB \
+# First with a RAM tier that holds the large shard: READs copy from RAM, and
+# read_into copies from it itself (shared: on, as auto is where the daemon
+# sees a GPU, and here even without one).
+"$BIN" mount "$SRC" "$MNT" --cache-dir "$CACHE_DIR" --cache-size 4GiB --memory-cache-size 1GiB --memory-cache-shared on \
 	--log-file "$DIR/shardfs.log"
 step "ctl capabilities" "$PY" -m json.tool "$MNT/.shardfs/ctl"
 step "interface checks (test_client.py)" "$PY" gds/python/test_client.py --mount "$MNT" --source "$SRC" \
 	--whole shard-000001.tar --cold shard-000000.tar
 step "throughput, bytes in the RAM tier (gpu_bench.py)" env PYTHONUNBUFFERED=1 \
 	"$PY" gds/python/gpu_bench.py --mount "$MNT" --seconds "$SECONDS_PER_ROW"
+step "read_into from the shared RAM tier against a pinned copy (ram_rounds.py)" env PYTHONUNBUFFERED=1 \
+	"$PY" gds/python/ram_rounds.py --mount "$MNT" --file large/shard-large.tar --rounds 3
 step "example training loop" "$PY" gds/python/example_train.py --mount "$MNT" --steps 30
 "$BIN" unmount "$MNT"
 

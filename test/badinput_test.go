@@ -68,6 +68,9 @@ func TestBadInputFailsCleanly(t *testing.T) {
 		{"unknown page cache policy", func(d string) []string {
 			return append([]string{"mount", e2e.source(), d, "--page-cache", "sometimes"}, e2e.endpoint()...)
 		}, nil, `page-cache.*sometimes`},
+		{"unknown shared RAM tier choice", func(d string) []string {
+			return append([]string{"mount", e2e.source(), d, "--memory-cache-shared", "maybe"}, e2e.endpoint()...)
+		}, nil, `memory-cache-shared.*maybe`},
 		{"nonsense size", func(d string) []string {
 			return append([]string{"mount", e2e.source(), d, "--block-size", "banana"}, e2e.endpoint()...)
 		}, nil, `block-size|size`},

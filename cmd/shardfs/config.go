@@ -103,6 +103,7 @@ type mountConfig struct {
 	Prefetch    prefetch.Config
 	Kernel      shardfs.KernelOptions
 	PageCache   pageCacheChoice
+	SharedRAM   sharedRAMChoice
 	Passthrough shardfs.Passthrough
 	UID, GID    uint32
 	MetricsAddr string
@@ -136,6 +137,9 @@ func mountConfigFrom(c *cli.Context) (cfg mountConfig, err error) {
 	cfg.Kernel.Debug = c.Bool("debug-fuse")
 	if cfg.PageCache, err = parsePageCache(c.String("page-cache")); err != nil {
 		return cfg, fmt.Errorf("--page-cache: %w", err)
+	}
+	if cfg.SharedRAM, err = parseSharedRAM(c.String("memory-cache-shared")); err != nil {
+		return cfg, fmt.Errorf("--memory-cache-shared: %w", err)
 	}
 	if cfg.Passthrough, err = shardfs.ParsePassthrough(c.String("passthrough")); err != nil {
 		return cfg, fmt.Errorf("--passthrough: %w", err)

@@ -24,6 +24,14 @@ func (f *rootFiles) ReadAt(ctx context.Context, obj store.Object, p []byte, off 
 	return f.root.ReadAt(ctx, obj, p, off)
 }
 
+// LeaseRAM pins RAM-tier blocks in the tier's shared file (gds.RAMLeaser).
+func (f *rootFiles) LeaseRAM(obj store.Object, off, n int64) (*cache.Lease, error) {
+	return f.cache.LeaseRAM(obj, off, n)
+}
+
+// SharesRAM says whether the RAM tier is shared.
+func (f *rootFiles) SharesRAM() bool { return f.cache != nil && f.cache.SharesRAM() }
+
 // Residency says where [off, off+n) of obj is now, from the cache's
 // lookups (no read): the batch path serves RAM entries first.
 func (f *rootFiles) Residency(obj store.Object, off, n int64) gds.Residency {

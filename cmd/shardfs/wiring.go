@@ -40,7 +40,7 @@ func newMountWiring(ctx context.Context, cfg mountConfig, source, mountpoint str
 	if err != nil {
 		return nil, err
 	}
-	m.cache, err = openCache(ctx, cfg.Cache, m.backend, log)
+	m.cache, err = openMountCache(ctx, cfg.Cache, cfg.SharedRAM, m.backend, log)
 	if err != nil {
 		return nil, err
 	}

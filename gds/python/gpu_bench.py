@@ -11,7 +11,8 @@ itself with O_DIRECT (the ceiling of a read from the disk).
 
 GPU section (CUDA only): host-to-device throughput of the staged path
 (read_into a CUDA tensor: READ + cudaHostRegister'd buffer + non-blocking
-copy) against a plain torch pinned-memory copy, and the direct path
+copy) and, where the mount's RAM tier is shared, of read_into by DMA out of
+the tier (LEASE_FROM_RAM), against a plain torch pinned-memory copy, and the direct path
 (LEASE + kvikio or libcufile) wherever cuFile loads, with the mode it runs
 in; for a shard the cache holds whole (warmed before the mount), read_into
 from the whole-shard file with cuFile and with O_DIRECT preads + copies,
@@ -230,10 +231,21 @@ def gpu_section(client, mount, rel, size, chunk, seconds):
     p = rate(plain, chunk, seconds, sync)
     report("torch pinned H2D copy", p)
     report("staged read_into CUDA tensor, one READ at a time", rate(staged, chunk, seconds, sync), ("pinned copy", p))
+    if client.ram_leases_available():
+        verify("read_into from the shared RAM tier", pipelined)
+        if client.last_path == "ram lease":
+            report("read_into CUDA tensor, DMA out of the shared RAM tier", rate(pipelined, chunk, seconds, sync),
+                   ("pinned copy", p))
+        else:
+            print("  shared RAM tier: not used (the tier does not hold the file; path %s)" % client.last_path)
+    else:
+        print("  shared RAM tier: off (mount --memory-cache-shared on)")
     if client.batch_available():
+        ram, client._ram_direct = client._ram_direct, False
         verify("pipelined read_into", pipelined)
         report("pipelined read_into CUDA tensor (%d MiB chunks)" % (client.chunk_size >> 20),
                rate(pipelined, chunk, seconds, sync), ("pinned copy", p))
+        client._ram_direct = ram
     staging = torch.from_numpy(client.staging.array[:chunk])  # cudaHostRegister'd by the reads above
 
     def staging_copy(i):
@@ -282,7 +294,7 @@ def whole_file_rows(mount, rel, chunk, seconds, staging, pipeline_chunk):
     for name, opts in (("staged read_into (whole files off)", {"whole_files": False}),
                        ("whole-file read_into, cuFile", {}),
                        ("whole-file read_into, O_DIRECT pread + copy", {"cufile": False})):
-        with gds.Client(mount, buffer_size=staging, chunk_size=pipeline_chunk, **opts) as c:
+        with gds.Client(mount, buffer_size=staging, chunk_size=pipeline_chunk, ram_direct=False, **opts) as c:
             dev.zero_()
             c.read_into(dev, rel, offsets[1 % len(offsets)], chunk)
             sync()

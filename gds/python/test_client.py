@@ -22,6 +22,10 @@ import shardfs.gpu as gds
 from shardfs import pipeline
 
 RESULTS = {"passed": 0, "failed": 0, "skipped": 0}
+# read_into's paths other than a whole-shard file: the shared RAM tier
+# (once earlier reads put the bytes there), ring leases, batched READs,
+# one READ at a time.
+OTHER_PATHS = ("ram lease", "lease", "batch", "read")
 
 
 def check(name):
@@ -432,6 +436,8 @@ class Suite:
         expect_errno(errno.ENODATA, self.client.whole_file, self.cold)
         expect_errno(errno.ENOENT, self.client.whole_file, "no/such/shard.tar")
 
+    # The whole-file checks read with ram_direct=False: what they read may
+    # be in the shared RAM tier by then, which read_into would try first.
     @check("whole file: read_into a numpy array and a torch CPU tensor from the file itself, every byte, path reported")
     def whole_read_into(self):
         self.need_whole()
@@ -441,7 +447,7 @@ class Suite:
                  (size, 10)]
         small = {"buffer_size": 256 << 10, "chunk_size": 64 << 10}
         for opts, readers in (({}, 4), (small, 4), (small, 1)):
-            with gds.Client(self.mount, **opts) as c:
+            with gds.Client(self.mount, ram_direct=False, **opts) as c:
                 c._whole.readers = readers  # preads in flight; 1: one at a time, on this thread
                 for off, n in cases:
                     out = np.full(n, 0xEE, np.uint8)
@@ -460,17 +466,17 @@ class Suite:
                 for _ in range(2):
                     out = np.zeros(len(cold), np.uint8)
                     assert c.read_into(out, self.cold, 0, len(cold)) == len(cold) and out.tobytes() == cold
-                    assert c.last_path in ("lease", "batch", "read"), c.last_path
+                    assert c.last_path in OTHER_PATHS, c.last_path
                 assert asked == [self.cold], "WHOLE_FILE asked %s, want once for the cold shard" % asked
-        with gds.Client(self.mount, whole_files=False) as c:
+        with gds.Client(self.mount, whole_files=False, ram_direct=False) as c:
             out = np.zeros(size, np.uint8)
             assert c.read_into(out, self.whole, 0, size) == size and out.tobytes() == data
-            assert c.last_path in ("lease", "batch", "read"), c.last_path
+            assert c.last_path in OTHER_PATHS, c.last_path
         try:
             import torch
         except ImportError:
             raise Skip("torch not installed")
-        with gds.Client(self.mount) as c:
+        with gds.Client(self.mount, ram_direct=False) as c:
             t = torch.zeros((size - 5) // 4, dtype=torch.float32)
             n = c.read_into(t, self.whole, 5, t.numel() * 4)
             assert n == t.numel() * 4 and t.numpy().tobytes() == data[5:5 + n] and c.last_path == "whole-file pread"
@@ -548,11 +554,149 @@ class Suite:
             else:
                 os.environ["SHARDFS_CUFILE_LIB"] = saved_env
 
+    def need_ram_leases(self, c):
+        if not c.ram_leases_available():
+            raise Skip("the mount's RAM tier is not shared (mount with --memory-cache-shared on)")
+
+    def into_ram(self, c, rel, off, n):
+        """READs [off, off+n) until the daemon's RAM tier holds it: READs of
+        ring blocks fill the tier's free room (the first caches the blocks
+        in the ring, unless the mount's own read-ahead of the shard, which
+        caches in the ring alone, served it)."""
+        import time
+
+        for attempt in range(5):
+            time.sleep(0.2 * attempt)  # the ring writes of a read-ahead land
+            assert c.read(rel, off, n) == n
+            try:
+                c.lease(rel, off, n, gds.LEASE_FROM_RAM).drop()
+                return
+            except OSError as e:
+                if e.errno != errno.ENODATA:
+                    raise
+        raise AssertionError("%s [%d,+%d) not in the RAM tier after five READs" % (rel, off, n))
+
+    @check("shared RAM tier: LEASE_FROM_RAM of a cold range is ENODATA; read_into copies leased blocks itself "
+           "(numpy, torch CPU), every byte, and a range partly in the tier reads the rest another way")
+    def ram_lease(self):
+        data = self.data(self.big)
+        mib = 1 << 20
+        if len(data) < 6 * mib:
+            raise AssertionError("%s: %d bytes, the check needs 6 MiB" % (self.big, len(data)))
+        with gds.Client(self.mount, buffer_size=4 * mib) as c:
+            self.need_ram_leases(c)
+            expect_errno(errno.ENODATA, c.lease, self.big, mib, mib, gds.LEASE_FROM_RAM)
+            self.into_ram(c, self.big, mib, 2 * mib)
+            with c.lease(self.big, mib, 2 * mib, gds.LEASE_FROM_RAM) as lease:
+                assert lease.covered == 2 * mib and len({e.path for e in lease.extents}) == 1, lease.extents
+                for e in lease.extents:
+                    assert os.path.dirname(e.path) == "/dev/shm", e.path
+                    with open(e.path, "rb") as f:
+                        f.seek(e.cache_offset)
+                        assert f.read(e.length) == data[e.file_offset:e.file_offset + e.length], e
+            # The tier holds [mib, 3 mib) at least (a cold READ may have put
+            # more there): LEASE_FROM_RAM is made to refuse past 3 mib, as a
+            # daemon whose tier holds no more would.
+            real = c.lease
+
+            def lease_to(path, offset, length, flags=0):
+                if flags & gds.LEASE_FROM_RAM:
+                    if offset >= 3 * mib:
+                        raise OSError(errno.ENODATA, "past the range in the tier")
+                    length = min(length, 3 * mib - offset)
+                return real(path, offset, length, flags)
+
+            c.lease = lease_to
+            out = np.full(4 * mib, 0xEE, np.uint8)
+            assert c.read_into(out, self.big, mib + 5, 4 * mib) == 4 * mib and out.tobytes() == data[mib + 5:5 * mib + 5]
+            assert c.path_stats["ram lease"]["bytes"] == 2 * mib - 5, c.path_stats
+            assert sum(v["bytes"] for k, v in c.path_stats.items() if k != "ram lease") == 2 * mib + 5, c.path_stats
+            c.lease = real
+            out = np.zeros(2 * mib - 7, np.uint8)
+            assert c.read_into(out, self.big, mib + 7, 2 * mib - 7) == 2 * mib - 7 and out.tobytes() == data[mib + 7:3 * mib]
+            assert c.last_path == "ram lease", c.last_path
+            try:
+                import torch
+            except ImportError:
+                return
+            t = torch.zeros(mib // 4, dtype=torch.float32)
+            assert c.read_into(t, self.big, 2 * mib, mib) == mib and t.numpy().tobytes() == data[2 * mib:3 * mib]
+            assert c.last_path == "ram lease", c.last_path
+
+    @check("shared RAM tier: the CUDA path with a fake copy engine: each lease held until its copies pass, "
+           "at most MAX_HELD held, a sequential reader's window read with no LEASE, all dropped by drain")
+    def ram_lease_async(self):
+        from shardfs import ramtier
+
+        data = self.data(self.big)
+        mib = 1 << 20
+
+        class FakeStream(ramtier.HostEngine):
+            """Copies at once, but says a fence passed only when told."""
+
+            def __init__(self):
+                self.fences, self.passed_ = 0, set()
+                self.waited = []
+
+            def fence(self):
+                self.fences += 1
+                return self.fences
+
+            def passed(self, token):
+                return token in self.passed_
+
+            def wait(self, token):
+                self.waited.append(token)
+                self.passed_.add(token)
+
+        with gds.Client(self.mount, buffer_size=4 * mib) as c:
+            self.need_ram_leases(c)
+            self.into_ram(c, self.big, mib, 2 * mib)
+            fake = c._ram.engines["cuda"] = FakeStream()
+            c._ram.MAX_HELD = 2
+            half = mib // 2
+            # Backwards, so that each read leases its own range: the last
+            # read's lease stays as the window, the others wait for their
+            # copies.
+            leases = []
+            for i in reversed(range(4)):
+                out = np.zeros(half, np.uint8)
+                at = mib + i * half
+                assert c._read_ram(out, self.big, at, half, True) == (half, True)
+                assert out.tobytes() == data[at:at + half], i
+                assert len(c._ram.held) <= c._ram.MAX_HELD, len(c._ram.held)
+                leases.append(c._ram.window.lease)
+            ids = [lease.id for lease in leases]
+            assert fake.waited == [1], "the oldest copy was waited for once MAX_HELD were held: %s" % fake.waited
+            assert [lease.id for _, _, lease in c._ram.held] == ids[1:3] and leases[0].id is None, (ids, c._ram.held)
+            fake.passed_.update(range(1, fake.fences + 1))
+            c._ram._reap()
+            assert not c._ram.held and leases[3].id is not None, "the window's lease was dropped while it was the window"
+            # A read that continues the last one leases on from there, as far
+            # as the tier holds the shard (WINDOW at most): the next read of
+            # the window asks for no lease.
+            out = np.zeros(half, np.uint8)
+            assert c._read_ram(out, self.big, mib + half, half, True) == (half, True)
+            w = c._ram.window
+            assert w.lo == mib + half and w.hi > mib + mib, (w.lo, w.hi)
+            real, asked = c.lease, []
+            c.lease = lambda *a, **k: (asked.append(a), real(*a, **k))[1]
+            assert c._read_ram(out, self.big, mib + mib, half, True) == (half, True)
+            assert out.tobytes() == data[2 * mib:2 * mib + half] and not asked and c._ram.window is w, asked
+            c.lease = real
+            c._ram.drain()
+            assert not c._ram.held and c._ram.window is None
+            # The drained leases are gone from the daemon: a second drop is refused.
+            for lid in ids + [w.lease.id]:
+                if lid is not None:
+                    expect_errno(errno.ENOENT, gds.Client._ioctl, c.ctl_fd, gds.LEASE_DROP,
+                                 gds._LEASE_DROP.pack(gds.ABI_VERSION, 0, lid))
+
     @check("whole file: evicted between WHOLE_FILE and the open, and under an open client: fallback, right bytes")
     def whole_evicted(self):
         self.need_whole()
         data = self.data(self.whole)
-        with gds.Client(self.mount) as before, gds.Client(self.mount) as racing:
+        with gds.Client(self.mount, ram_direct=False) as before, gds.Client(self.mount, ram_direct=False) as racing:
             out = np.zeros(len(data), np.uint8)
             assert before.read_into(out, self.whole, 0, len(data)) == len(data) and before.last_path == "whole-file pread"
             real = racing.whole_file
@@ -567,17 +711,19 @@ class Suite:
             racing.whole_file = evicting
             out = np.zeros(len(data), np.uint8)
             assert racing.read_into(out, self.whole, 0, len(data)) == len(data) and out.tobytes() == data
-            assert named and racing.last_path in ("lease", "batch", "read"), (named, racing.last_path)
+            assert named and racing.last_path in OTHER_PATHS, (named, racing.last_path)
             racing.whole_file = real
             expect_errno(errno.ENODATA, racing.whole_file, self.whole)
             # A client that had the file open asks again, is told it is gone,
             # and reads elsewhere.
             out = np.zeros(len(data), np.uint8)
             assert before.read_into(out, self.whole, 0, len(data)) == len(data) and out.tobytes() == data
-            assert before.last_path in ("lease", "batch", "read") and not before._whole._open, before.last_path
+            assert before.last_path in OTHER_PATHS and not before._whole._open, before.last_path
 
     def run(self):
-        for t in (self.whole_file, self.whole_read_into, self.whole_cufile_engine, self.whole_evicted, self.capabilities, self.read_bytes, self.read_fd, self.read_into, self.read_range_errors,
+        # The shared RAM tier's checks first: they need a shard no other
+        # check has read into the tier.
+        for t in (self.ram_lease, self.ram_lease_async, self.whole_file, self.whole_read_into, self.whole_cufile_engine, self.whole_evicted, self.capabilities, self.read_bytes, self.read_fd, self.read_into, self.read_range_errors,
                   self.buffer_errors, self.register_errors, self.other_uid, self.malformed, self.lease,
                   self.direct_choice, self.batch_bytes, self.batch_async, self.batch_errors, self.batch_client_dies,
                   self.pipeline, self.still_serves):

@@ -32,9 +32,9 @@ import threading
 
 import numpy as np
 
-from . import wholefile
+from . import ramtier, wholefile
 
-ABI_VERSION = 2  # 2 added the batch commands (SUBMIT, WAIT); READ and the rest still take 1
+ABI_VERSION = 3  # 2 added the batch commands (SUBMIT, WAIT), 3 LEASE_FROM_RAM; READ and the rest still take 1
 IOCTL_TYPE = 0xBD
 SHM_NAME_SIZE = 256
 PATH_SIZE = 1024
@@ -61,6 +61,7 @@ _WAIT = struct.Struct(_HDR + "QIIQ")  # target, timeout_ms, reserved, completed
 _WHOLE = struct.Struct(_HDR + "Q%ds%ds" % (PATH_SIZE, PATH_SIZE))  # size (out), path, file (out)
 SUBMIT_WAIT = 1  # SUBMIT flag: return once every entry has completed
 LEASE_UNLESS_IN_RAM = 1  # LEASE flag: ENODATA when the whole range is in the RAM tier
+LEASE_FROM_RAM = 2  # LEASE flag (ABI 3): extents in the shared RAM tier's file; ENODATA when not all there
 ENTRY_DONE = 1  # an entry's state word once the daemon wrote its result
 # One queue entry: user_data, file_offset, length, buf_id, buf_offset,
 # path_off, path_len, result (out), state (out), reserved.
@@ -157,7 +158,7 @@ class Client:
     PIPELINE_MIN_CHUNKS = 4
 
     def __init__(self, mount, buffer_size=64 << 20, shm_dir="/dev/shm", direct=None, chunk_size=4 << 20,
-                 batch=None, whole_files=True, cufile=None):
+                 batch=None, whole_files=True, cufile=None, ram_direct=None):
         self.mount = os.path.abspath(mount)
         self.direct = direct
         self.chunk_size = chunk_size
@@ -178,6 +179,10 @@ class Client:
         self._cuda_events = None
         self._cufiles = {}
         self._whole = wholefile.WholeFiles(self, cufile) if whole_files else None
+        # None: copy from the daemon's shared RAM tier where it has one;
+        # False: never (set after the tier's file would not open or register).
+        self._ram_direct = ram_direct
+        self._ram = ramtier.SharedRAM(self)
         self.last_path = None
         self.path_stats = {}  # path name -> {"calls": n, "bytes": n}
         self.staging = self.register_buffer(buffer_size) if buffer_size else None
@@ -202,6 +207,7 @@ class Client:
         return p
 
     def close(self):
+        self._ram.close()  # its copies finish, its leases are dropped
         self._queue = None  # unregistered with the fd below
         for fd in self._ring_fds.values():
             os.close(fd)
@@ -313,22 +319,65 @@ class Client:
         """
         with self._lock:
             cuda = _is_torch(dst) and dst.is_cuda
-            if self._whole is not None and self._whole.usable and self.whole_files_available():
-                n = self._read_whole(dst, path, offset, length, cuda)
-                if n is not None:
-                    return n
-            if cuda and self._direct_backend():
-                try:
-                    return self._note("lease cufile", self._read_direct(dst, path, offset, length))
-                except DirectPathError:
-                    self._backend = False  # cuFile cannot read the ring here: stop trying
-                except OSError as e:
-                    if e.errno not in (errno.ENODATA, errno.EOPNOTSUPP):
-                        raise
-            if (not isinstance(path, int) and self.staging is not None and length >= self.PIPELINE_MIN_CHUNKS *
-                    min(self.chunk_size, self.staging.size) and self.batch_available()):
-                return self._read_pipelined(dst, path, offset, length)
-            return self._note("read", self._read_staged(dst, path, offset, length))
+            done, complete = self._read_ram(dst, path, offset, length, cuda)
+            if complete:
+                return done
+            if done:
+                # The tier held the start of the range: the rest another way.
+                return done + self._read_into_rest(_bytes_view(dst)[done:], path, offset + done, length - done, cuda)
+            return self._read_into_rest(dst, path, offset, length, cuda)
+
+    def _read_into_rest(self, dst, path, offset, length, cuda):
+        """read_into by the paths after the shared RAM tier's."""
+        if self._whole is not None and self._whole.usable and self.whole_files_available():
+            n = self._read_whole(dst, path, offset, length, cuda)
+            if n is not None:
+                return n
+        if cuda and self._direct_backend():
+            try:
+                return self._note("lease cufile", self._read_direct(dst, path, offset, length))
+            except DirectPathError:
+                self._backend = False  # cuFile cannot read the ring here: stop trying
+            except OSError as e:
+                if e.errno not in (errno.ENODATA, errno.EOPNOTSUPP):
+                    raise
+        if (not isinstance(path, int) and self.staging is not None and length >= self.PIPELINE_MIN_CHUNKS *
+                min(self.chunk_size, self.staging.size) and self.batch_available()):
+            return self._read_pipelined(dst, path, offset, length)
+        return self._note("read", self._read_staged(dst, path, offset, length))
+
+    # --- the shared RAM tier ------------------------------------------------------
+
+    def ram_leases_available(self):
+        """Whether the daemon's RAM tier is shared (LEASE_FROM_RAM)."""
+        return self._ram_direct is not False and bool(self.capabilities().get("ram_leases"))
+
+    def _read_ram(self, dst, path, offset, length, cuda):
+        """(bytes, complete): how much of [offset, offset+length) read_into
+        copied straight from the shared RAM tier (all of it up to the end of
+        the shard: complete; the first part; or none)."""
+        if not self.ram_leases_available():
+            return 0, False
+        out = _bytes_view(dst)
+        if out.shape[0] < length:
+            raise ValueError("dst holds %d bytes, %d asked" % (out.shape[0], length))
+        size = os.fstat(path).st_size if isinstance(path, int) else os.stat(os.path.join(self.mount, self._rel(path))).st_size
+        want = max(0, min(length, size - offset))
+        if want == 0:
+            return 0, False
+        if _is_torch(out) and not out.is_cuda:
+            out = out.numpy()
+        try:
+            n = self._ram.read(out, path, offset, want, cuda)
+        except OSError:
+            # The tier's file did not open (another user's daemon) or
+            # register: the other paths from now on, and for all of dst.
+            self._ram_direct = False
+            self._ram.close()
+            return 0, False
+        if n:
+            self._note("ram lease", n)
+        return n, n == want
 
     def _note(self, name, n):
         self.last_path = name

@@ -1,0 +1,268 @@
+"""read_into straight out of the daemon's shared RAM tier.
+
+When the daemon's RAM tier is shared (`shardfs mount --memory-cache-shared`,
+on by default where the daemon sees a GPU), its blocks live in one file in
+/dev/shm. LEASE with LEASE_FROM_RAM pins the blocks of a range there and
+names their offsets in that file; this client maps the file read-only once,
+and copies the leased bytes to their destination itself: a CUDA tensor by
+DMA out of the mapping (registered with cudaHostRegister, read-only, a
+window at a time as leases reach it), a host array with one memcpy. The
+bytes cross host memory once, where a READ into the staging buffer and a
+copy out of it cross it three times.
+
+A lease is held until the copies out of its blocks have finished: a CUDA
+copy is stream-ordered (the current stream, like a non-blocking
+`tensor.copy_`), so its lease is dropped once the event recorded after it
+has passed, at a later call or at close.
+
+The daemon refuses (ENODATA) a range not all in the tier; read() then
+returns the bytes it did copy, and Client.read_into reads the rest another
+way.
+"""
+
+import collections
+import errno
+import mmap
+import os
+import warnings
+
+import numpy as np
+
+from . import gpu as _gpu
+
+# cudaHostRegisterReadOnly: the GPU only reads the mapping, which is
+# PROT_READ (the daemon's file is the daemon's to write).
+_CUDA_HOST_REGISTER_READ_ONLY = 0x08
+
+
+class HostEngine:
+    """Copies with numpy; done at once."""
+
+    def copy(self, out, at, ram, cache_offset, n):
+        out[at:at + n] = ram.array[cache_offset:cache_offset + n]
+
+    def fence(self):
+        return None
+
+    def passed(self, token):
+        return True
+
+    def wait(self, token):
+        pass
+
+    def prepare(self, ram, lo, hi):
+        pass
+
+    def unregister(self, array_id=None):
+        pass
+
+
+class CudaEngine:
+    """Non-blocking host-to-device copies on the current CUDA stream, out of
+    a mapping registered with CUDA a window at a time."""
+
+    WINDOW = 256 << 20
+
+    def __init__(self):
+        import torch
+
+        self.torch = torch
+        self.windows = {}  # (mapping id, window index) -> host address registered
+
+    def prepare(self, ram, lo, hi):
+        """Registers the windows of ram's mapping that [lo, hi) touches."""
+        for w in range(lo // self.WINDOW, (hi - 1) // self.WINDOW + 1):
+            key = (id(ram.array), w)
+            if key in self.windows:
+                continue
+            start = w * self.WINDOW
+            n = min(self.WINDOW, ram.array.shape[0] - start)
+            addr = ram.array.ctypes.data + start
+            rc = self.torch.cuda.cudart().cudaHostRegister(addr, n, _CUDA_HOST_REGISTER_READ_ONLY)
+            if int(rc) != 0:
+                raise OSError(errno.EIO, "cudaHostRegister (read-only) of the RAM tier: %s" % rc)
+            self.windows[key] = addr
+
+    def copy(self, out, at, ram, cache_offset, n):
+        if ram.tensor is None:
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore")  # the mapping is read-only; torch only reads it
+                ram.tensor = self.torch.from_numpy(ram.array)
+        out[at:at + n].copy_(ram.tensor[cache_offset:cache_offset + n], non_blocking=True)
+
+    def fence(self):
+        ev = self.torch.cuda.Event()
+        ev.record()
+        return ev
+
+    def passed(self, token):
+        return token.query()
+
+    def wait(self, token):
+        token.synchronize()
+
+    def unregister(self, array_id=None):
+        for key, addr in list(self.windows.items()):
+            if array_id is None or key[0] == array_id:
+                self.torch.cuda.cudart().cudaHostUnregister(addr)
+                del self.windows[key]
+
+
+class _Window:
+    """A lease kept across calls: a sequential reader's next reads copy
+    from it with no LEASE."""
+
+    __slots__ = ("path", "lo", "hi", "lease", "engine", "token")
+
+    def __init__(self, path, lo, lease, engine):
+        self.path, self.lo, self.hi, self.lease = path, lo, lo + lease.covered, lease
+        self.engine, self.token = engine, None
+
+
+class SharedRAM:
+    """A client's view of the daemon's shared RAM tier: the mapped file, the
+    lease a sequential reader reads on from (the window), and the leases
+    whose copies may still be running."""
+
+    # Leases held for copies still in flight, at most: one more waits for
+    # the oldest (the daemon allows a handle 64).
+    MAX_HELD = 16
+    # What a read that continues the last one leases at once: the daemon's
+    # most for one LEASE. Its next reads find their blocks pinned already,
+    # so an 8 MiB read_into costs no ioctl most of the time; the tier keeps
+    # half its slots free of leases however many clients hold windows.
+    WINDOW = 64 << 20
+
+    def __init__(self, client):
+        self.client = client
+        self.path = None
+        self.array = None
+        self.tensor = None  # a torch view of array, made by the CUDA engine
+        self._mm = None
+        self.held = collections.deque()  # (engine, token, lease)
+        self.engines = {}
+        self.window = None
+        self._last = None  # (path, end) of the last read
+
+    def engine(self, cuda):
+        kind = "cuda" if cuda else "host"
+        e = self.engines.get(kind)
+        if e is None:
+            e = self.engines[kind] = CudaEngine() if cuda else HostEngine()
+        return e
+
+    def _map(self, path):
+        if path == self.path:
+            return
+        self._unmap()
+        fd = os.open(path, os.O_RDONLY | os.O_CLOEXEC)
+        try:
+            self._mm = mmap.mmap(fd, os.fstat(fd).st_size, access=mmap.ACCESS_READ)
+        finally:
+            os.close(fd)
+        self.array = np.frombuffer(self._mm, np.uint8)
+        self.path = path
+
+    def _unmap(self):
+        if self._mm is None:
+            return
+        self.drain()
+        for eng in self.engines.values():
+            eng.unregister(id(self.array))
+        self.array = self.tensor = None
+        try:
+            self._mm.close()
+        except BufferError:
+            pass  # a view still refers to it; it goes with the view
+        self._mm, self.path = None, None
+
+    def _retire_window(self):
+        w, self.window = self.window, None
+        if w is not None:
+            self.held.append((w.engine, w.token, w.lease))
+
+    def _reap(self):
+        while self.held and (len(self.held) > self.MAX_HELD or self.held[0][0].passed(self.held[0][1])):
+            eng, token, lease = self.held.popleft()
+            eng.wait(token)
+            lease.drop()
+
+    def drain(self):
+        """Waits for every copy and drops every lease, the window's too."""
+        self._retire_window()
+        while self.held:
+            eng, token, lease = self.held.popleft()
+            eng.wait(token)
+            lease.drop()
+
+    def _lease(self, path, pos, need, eng):
+        """A window from pos on: the blocks the tier holds from pos, up to
+        need bytes, or WINDOW for a read that continues the last one (the
+        daemon pins the prefix it holds). None when it does not hold pos."""
+        self._retire_window()
+        self._reap()
+        ask = max(need, self.WINDOW) if self._last == (path, pos) else need
+        try:
+            lease = self.client.lease(path, pos, ask, flags=_gpu.LEASE_FROM_RAM)
+        except OSError as e:
+            if e.errno in (errno.ENODATA, errno.EMFILE, errno.EBUSY, errno.ENOSPC):
+                return None
+            raise
+        if lease.covered == 0 or not lease.extents:
+            lease.drop()
+            return None
+        try:
+            self._map(lease.extents[0].path)  # one file: the tier's
+        except BaseException:
+            lease.drop()
+            raise
+        if any(e.path != self.path for e in lease.extents):
+            lease.drop()
+            raise OSError(errno.EPROTO, "a RAM lease named more than one file")
+        self.window = _Window(path, pos, lease, eng)
+        return self.window
+
+    def read(self, out, path, offset, length, cuda):
+        """Copies [offset, offset+length) of path into out (a flat uint8
+        view: numpy, or a CUDA tensor) from the tier and returns the bytes
+        copied: fewer than length (0 at first) where the tier does not hold
+        the rest. Raises OSError (EACCES: another user's daemon) when the
+        tier's file does not open, or does not register with CUDA."""
+        eng = self.engine(cuda)
+        end, pos = offset + length, offset
+        w = self.window
+        while pos < end:
+            if w is None or w.path != path or not w.lo <= pos < w.hi or w.engine is not eng:
+                w = self._lease(path, pos, end - pos, eng)
+                if w is None:
+                    break
+            hi = min(end, w.hi)
+            try:
+                for e in w.lease.extents:
+                    lo, top = max(pos, e.file_offset), min(hi, e.file_offset + e.length)
+                    if lo >= top:
+                        continue
+                    at = e.cache_offset + lo - e.file_offset
+                    eng.prepare(self, at, at + top - lo)
+                    self._copy_split(eng, out, lo - offset, at, top - lo)
+            except BaseException:
+                eng.wait(eng.fence())
+                self.drain()
+                raise
+            w.token = eng.fence()
+            pos = hi
+        self._last = (path, pos)
+        return pos - offset
+
+    def _copy_split(self, eng, out, at, cache_offset, n):
+        """One copy per registered window the extent lies in: a copy that
+        spanned two registrations would not be DMA."""
+        window = CudaEngine.WINDOW
+        while n > 0:
+            k = min(n, window - cache_offset % window)
+            eng.copy(out, at, self, cache_offset, k)
+            at, cache_offset, n = at + k, cache_offset + k, n - k
+
+    def close(self):
+        self._unmap()
+        self.drain()

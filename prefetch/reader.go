@@ -77,14 +77,25 @@ func clip(obj store.Object, p []byte, off int64) ([]byte, bool) {
 	return p, false
 }
 
-// readBlockwise returns [off, off+n) from the handle's kept block when it
-// lies in one block, or from the block read anew from tiers; false when it
-// does not lie in one block, or the block is not cached there.
-func (r *Reader) readBlockwise(off, n int64, tiers cache.Tier) ([]byte, bool) {
+// readBlockwise returns q's range [off, off+len(q)) from the handle's kept
+// block when it lies in one block, or from the block read anew from tiers;
+// false when it does not lie in one block, or the block is not cached
+// there. With a shared RAM tier, a block in RAM is not kept: the range is
+// copied into q out of the tier's slot.
+func (r *Reader) readBlockwise(q []byte, off int64, tiers cache.Tier) ([]byte, bool) {
 	bs := r.s.cfg.BlockSize
+	n := int64(len(q))
 	start := off / bs * bs
 	if off+n > start+bs {
 		return nil, false
+	}
+	if r.s.sharedRAM && tiers.Has(cache.InRAM) && r.s.cache.Lookup(r.obj, start/bs).Has(cache.InRAM) {
+		// A shared tier reuses its slots, so Get hands out a copy of the
+		// whole block: copy the read's own bytes out of the slot instead
+		// (a block evicted since the lookup is read from the ring's grains).
+		if _, ok := r.s.cache.ReadChunks(r.obj, q, off); ok {
+			return q, true
+		}
 	}
 	b := &r.last
 	b.mu.Lock()

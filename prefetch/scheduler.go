@@ -79,14 +79,17 @@ const maxQueuedHints = 4096
 // order) and gets (gets.go: the GET slots and their queues). GETs and Sink
 // calls run outside mu.
 type Scheduler struct {
-	cfg    Config
-	fetch  Fetcher
-	sink   Sink
-	cache  Cache // sink, when it can also be read
-	log    *slog.Logger
-	ctx    context.Context // cancelled by Close; parent of every GET
-	cancel context.CancelFunc
-	wg     sync.WaitGroup // running GETs
+	cfg   Config
+	fetch Fetcher
+	sink  Sink
+	cache Cache // sink, when it can also be read
+	// sharedRAM: the cache's RAM tier reuses its slots (cache.Cache
+	// SharesRAM), so a handle never keeps one of its blocks (readBlockwise).
+	sharedRAM bool
+	log       *slog.Logger
+	ctx       context.Context // cancelled by Close; parent of every GET
+	cancel    context.CancelFunc
+	wg        sync.WaitGroup // running GETs
 
 	mu       sync.Mutex
 	closed   bool
@@ -112,10 +115,12 @@ func NewScheduler(cfg Config, f Fetcher, sink Sink, log *slog.Logger) *Scheduler
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	cache, _ := sink.(Cache)
+	shared, _ := sink.(interface{ SharesRAM() bool })
 	return &Scheduler{
 		cfg: cfg, fetch: f, sink: sink, cache: cache, log: log, ctx: ctx, cancel: cancel,
-		budget: budget{released: make(chan struct{})},
-		sched:  schedule{owners: map[uint64]*scheduleQueue{}, parts: map[*part]struct{}{}, objects: map[objectID]int{}},
+		sharedRAM: shared != nil && shared.SharesRAM(),
+		budget:    budget{released: make(chan struct{})},
+		sched:     schedule{owners: map[uint64]*scheduleQueue{}, parts: map[*part]struct{}{}, objects: map[objectID]int{}},
 		registry: registry{
 			objects: map[objectID]*object{},
 			streams: map[*Stream]struct{}{},

@@ -129,14 +129,14 @@ func (r *Reader) fromCache(q []byte, off int64) ([]byte, bool) {
 		// would push out another that a later read comes back for (an
 		// object larger than the tier, read at random). A read inside
 		// one block then reads and checks only the grains it lies in.
-		if data, ok := r.readBlockwise(off, int64(len(q)), cache.InRAM); ok {
+		if data, ok := r.readBlockwise(q, off, cache.InRAM); ok {
 			return data, true
 		}
 		if _, ok := c.ReadChunks(r.obj, q, off); ok {
 			return q, true
 		}
 	}
-	if data, ok := r.readBlockwise(off, int64(len(q)), tiers); ok {
+	if data, ok := r.readBlockwise(q, off, tiers); ok {
 		return data, true
 	}
 	if r.oneShot {

@@ -6,7 +6,8 @@ copy and against the staged path, in interleaved rounds.
 Each round measures, in a rotating order, a plain torch copy out of pinned
 memory, read_into by DMA out of the mount's shared RAM tier
 (LEASE_FROM_RAM), and read_into staged through a READ into the client's
-buffer (ram_direct=False), each reading the file's chunks in order; it
+buffer (ram_direct=False, whole_files=False: a shard warmed whole would
+otherwise be read from its file on disk), each reading the file's chunks in order; it
 prints each round's GB/s, the daemon's and this process's CPU-seconds per GB
 (/proc/PID/stat, os.times) and the ratio to the pinned copy, then the
 ratios' median. With --host (or without CUDA) dst is a numpy array and there
@@ -79,7 +80,7 @@ def main():
         equal = lambda: bool(torch.equal(dev, want_dev))  # noqa: E731
     cpu = daemon_cpu(mnt)
     with gds.Client(mnt, buffer_size=2 * chunk) as ram, \
-            gds.Client(mnt, buffer_size=2 * chunk, ram_direct=False) as staged:
+            gds.Client(mnt, buffer_size=2 * chunk, ram_direct=False, whole_files=False) as staged:
         if not ram.ram_leases_available():
             raise SystemExit("the mount's RAM tier is not shared (mount with --memory-cache-shared on)")
         for _ in range(2):  # READs of ring blocks fill the RAM tier

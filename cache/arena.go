@@ -9,6 +9,7 @@ import (
 	"strings"
 	"sync"
 
+	"github.com/dustin/go-humanize"
 	"golang.org/x/sys/unix"
 )
 
@@ -75,7 +76,7 @@ func openArena(dir string, size, blockSize int64) (*arena, error) {
 	defer f.Close()
 	fail := func(err error) (*arena, error) {
 		os.Remove(path)
-		return nil, fmt.Errorf("%w %s (%d bytes): %w", ErrSharedMemory, path, n*blockSize, err)
+		return nil, fmt.Errorf("%w %s (%s): %w", ErrSharedMemory, path, humanize.IBytes(uint64(n*blockSize)), err)
 	}
 	if err := unix.Fallocate(int(f.Fd()), 0, 0, n*blockSize); err != nil {
 		return fail(err)

@@ -71,6 +71,9 @@ func TestBadInputFailsCleanly(t *testing.T) {
 		{"unknown shared RAM tier choice", func(d string) []string {
 			return append([]string{"mount", e2e.source(), d, "--memory-cache-shared", "maybe"}, e2e.endpoint()...)
 		}, nil, `memory-cache-shared.*maybe`},
+		{"shared RAM tier larger than /dev/shm", func(d string) []string {
+			return append([]string{"mount", e2e.source(), d, "--memory-cache-shared", "on", "--memory-cache-size", "1PiB"}, e2e.endpoint()...)
+		}, nil, `shared memory cache /dev/shm/shardfs-ram\.[0-9]+ \(1\.0 PiB\): no space left on device \(a smaller --memory-cache-size, or --memory-cache-shared off\)`},
 		{"nonsense size", func(d string) []string {
 			return append([]string{"mount", e2e.source(), d, "--block-size", "banana"}, e2e.endpoint()...)
 		}, nil, `block-size|size`},

@@ -55,10 +55,13 @@ func openMountCache(ctx context.Context, cfg cache.Config, choice sharedRAMChoic
 		cfg.SharedMemoryDir = choice.dir(ctx)
 	}
 	cc, err := openCache(ctx, cfg, b, log)
-	if err != nil && choice == sharedRAMAuto && errors.Is(err, cache.ErrSharedMemory) {
+	switch {
+	case err == nil || !errors.Is(err, cache.ErrSharedMemory):
+		return cc, err
+	case choice == sharedRAMAuto:
 		log.Warn("RAM tier not shared: GPU clients read it through READ", "err", err)
 		cfg.SharedMemoryDir = ""
 		return openCache(ctx, cfg, b, log)
 	}
-	return cc, err
+	return nil, fmt.Errorf("%w (a smaller --memory-cache-size, or --memory-cache-shared off)", err)
 }

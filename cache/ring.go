@@ -7,6 +7,10 @@ package cache
 //	ring.mu     RWMutex: the slot table, the index, the write head and the
 //	            occupancy figures. Held only to read or change those tables,
 //	            never across I/O.
+//	arena.mu    Mutex (arena.go): a shared RAM tier's slot states and free
+//	            list. A leaf: held for no call out, no copy and no I/O; taken
+//	            on ristretto's goroutine too (OnExit), which holds none of
+//	            the above.
 //
 // A slot's pin count is an atomic. It is raised only while ring.mu is held
 // (shared is enough) and the write head claims a slot only while holding

@@ -2,8 +2,9 @@
 # The GPU side interface on a machine with CUDA, end to end: what go-nvml
 # sees, the ctl capabilities, the interface's checks (test_client.py), the
 # throughput of the staged and direct paths against memcpy and a plain torch
-# pinned copy (gpu_bench.py), read_into out of the shared RAM tier in
-# interleaved rounds against a pinned copy (ram_rounds.py), and the example
+# pinned copy (gpu_bench.py), read_into in interleaved rounds against its
+# ceiling (gpu_rounds.py: out of the shared RAM tier against a pinned copy,
+# out of the ring against the client's own O_DIRECT read), and the example
 # training loop.
 #   bash scripts/gpu_checks.sh
 # Shards are generated into a local directory and mounted with a ring cache,
@@ -117,8 +118,8 @@ step "interface checks (test_client.py)" "$PY" gds/python/test_client.py --mount
 	--whole shard-000001.tar --cold shard-000000.tar
 step "throughput, bytes in the RAM tier (gpu_bench.py)" env PYTHONUNBUFFERED=1 \
 	"$PY" gds/python/gpu_bench.py --mount "$MNT" --seconds "$SECONDS_PER_ROW"
-step "read_into from the shared RAM tier against a pinned copy (ram_rounds.py)" env PYTHONUNBUFFERED=1 \
-	"$PY" gds/python/ram_rounds.py --mount "$MNT" --file large/shard-large.tar --rounds 3
+step "read_into from the shared RAM tier against a pinned copy (gpu_rounds.py)" env PYTHONUNBUFFERED=1 \
+	"$PY" gds/python/gpu_rounds.py --mount "$MNT" --file large/shard-large.tar --rounds 3
 step "example training loop" "$PY" gds/python/example_train.py --mount "$MNT" --steps 30
 "$BIN" unmount "$MNT"
 
@@ -127,6 +128,8 @@ step "example training loop" "$PY" gds/python/example_train.py --mount "$MNT" --
 	--log-file "$DIR/shardfs.log"
 step "throughput, bytes in the ring only (gpu_bench.py)" env PYTHONUNBUFFERED=1 \
 	"$PY" gds/python/gpu_bench.py --mount "$MNT" --seconds "$SECONDS_PER_ROW"
+step "read_into from the ring against the client's O_DIRECT read (gpu_rounds.py --ring)" env PYTHONUNBUFFERED=1 \
+	"$PY" gds/python/gpu_rounds.py --mount "$MNT" --file large/shard-large.tar --rounds 3 --ring
 
 printf '\n'
 if [ ${#FAILED[@]} -gt 0 ]; then

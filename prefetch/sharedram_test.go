@@ -11,9 +11,9 @@ import (
 )
 
 // With a shared RAM tier, a random read of a block in RAM is copied out of
-// the tier's slot into the caller's buffer: the handle keeps no block,
-// which would be a copy of the whole block per read (the tier reuses its
-// slots, so Get hands out copies).
+// the tier's slot into the caller's buffer, and so is a read spanning
+// blocks: the handle keeps no block, which would be a copy of the whole
+// block per read (the tier reuses its slots, so Get hands out copies).
 func TestSharedRAMTierReadsAreCopiedOutOfTheSlot(t *testing.T) {
 	const bs = 64 << 10
 	for _, shared := range []bool{false, true} {
@@ -35,7 +35,8 @@ func TestSharedRAMTierReadsAreCopiedOutOfTheSlot(t *testing.T) {
 		// No store: every read must come from the cache.
 		s := newTestScheduler(t, readerConfig(bs), nil, c)
 		r := s.OpenReader(obj, false)
-		for _, off := range []int64{3*bs + 100, bs + 7, 2*bs + 4000, bs + 9} {
+		// The last two span blocks: copied out of both slots.
+		for _, off := range []int64{3*bs + 100, bs + 7, 2*bs + 4000, bs + 9, 2*bs - 50, bs - 4000} {
 			p := make([]byte, 4096)
 			n, tier, err := r.ReadAt(t.Context(), p, off)
 			if err != nil || n != len(p) || tier != metrics.TierCache || !bytes.Equal(p, data[off:off+4096]) {

@@ -139,9 +139,11 @@ func (r *Reader) fromCache(q []byte, off int64) ([]byte, bool) {
 	if data, ok := r.readBlockwise(q, off, tiers); ok {
 		return data, true
 	}
-	if r.oneShot {
+	if r.oneShot || r.s.sharedRAM && tiers.Has(cache.InRing) {
 		// Megabytes at a time: disk blocks go straight into q, several
-		// at once, with no block buffer.
+		// at once, with no block buffer. A shared RAM tier's blocks are
+		// copied out of their slots the same way (Get would copy each
+		// whole first).
 		_, ok := c.ReadAt(r.obj, q, off, readPlacement(r.oneShot))
 		return q, ok
 	}

@@ -25,7 +25,8 @@ func (r *Reader) BlockSize() int64 { return r.s.cfg.BlockSize }
 
 // LendBlock returns block index whole, and its offset, when the cache
 // holds it: the RAM tier's own bytes (never written again), or the block
-// read from the ring and checked into buf, which must be BlockSize long.
+// copied into buf, which must be BlockSize long, from a shared RAM tier's
+// slot or from the ring, checked.
 // Nothing is promoted into RAM: the page cache is where the block goes.
 // false once the handle is released.
 func (r *Reader) LendBlock(index int64, buf []byte) (start int64, data []byte, ok bool) {
@@ -38,8 +39,10 @@ func (r *Reader) LendBlock(index int64, buf []byte) (start int64, data []byte, o
 		return 0, nil, false
 	}
 	n := min(bs, r.obj.Size-start)
-	if data, _, ok := c.Get(r.obj, index, cache.InRAM); ok && int64(len(data)) >= n {
-		return start, data[:n], true
+	if !r.s.sharedRAM { // a shared tier's Get is a copy into a new buffer: ReadAt copies into buf
+		if data, _, ok := c.Get(r.obj, index, cache.InRAM); ok && int64(len(data)) >= n {
+			return start, data[:n], true
+		}
 	}
 	if _, ok := c.ReadAt(r.obj, buf[:n], start, cache.ForReadAhead); !ok {
 		return 0, nil, false

@@ -569,8 +569,9 @@ class Suite:
             time.sleep(0.2 * attempt)  # the ring writes of a read-ahead land
             assert c.read(rel, off, n) == n
             try:
-                c.lease(rel, off, n, gds.LEASE_FROM_RAM).drop()
-                return
+                with c.lease(rel, off, n, gds.LEASE_FROM_RAM) as lease:
+                    if lease.covered == n:  # a prefix of the range is not enough
+                        return
             except OSError as e:
                 if e.errno != errno.ENODATA:
                     raise

@@ -267,3 +267,25 @@ func TestASharedTierUnderChurnServesEachBlocksOwnBytes(t *testing.T) {
 		t.Fatalf("%d slots still counted as leased after every lease was released", a.leased)
 	}
 }
+
+func TestReadRAMCopiesOnlyFromTheTier(t *testing.T) {
+	dir := t.TempDir()
+	c := openCache(t, Config{Dir: dir, Size: ringSizeFor(16), MemorySize: 4 * testBlock, BlockSize: testBlock, SharedMemoryDir: t.TempDir()})
+	o := newTestObject("ram/e.tar", 3*testBlock)
+	c.Put(o.obj, 0, o.data[:testBlock], ForRandomRead)
+	c.Put(o.obj, 1, o.data[testBlock:2*testBlock], ForReadAhead) // the ring alone
+	c.ram.settle()
+	p := make([]byte, 100)
+	if !c.ReadRAM(o.obj, p, 5) || !bytes.Equal(p, o.data[5:105]) {
+		t.Fatal("a read inside a block in RAM was not copied out of its slot")
+	}
+	if c.ReadRAM(o.obj, p, testBlock+5) {
+		t.Error("ReadRAM served a block the ring alone holds")
+	}
+	if c.ReadRAM(o.obj, p, testBlock-50) {
+		t.Error("ReadRAM served a read spanning two blocks")
+	}
+	if c.ReadRAM(o.obj, p, 2*testBlock) {
+		t.Error("ReadRAM served a block nobody cached")
+	}
+}

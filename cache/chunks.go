@@ -45,6 +45,29 @@ func (c *Cache) ReadChunks(obj store.Object, p []byte, off int64) (Tier, bool) {
 	return InRing, true
 }
 
+// ReadRAM copies obj's bytes [off, off+len(p)) into p when they lie in one
+// block that the RAM tier holds whole: a small read of a shared tier's
+// block, copied out of its slot (a heap block a reader may keep whole,
+// through Get). It reads no ring, and counts hits only: a caller that
+// misses goes on to a read that counts the miss.
+func (c *Cache) ReadRAM(obj store.Object, p []byte, off int64) bool {
+	bs := c.cfg.BlockSize
+	end := off + int64(len(p))
+	if c.ram == nil || len(p) == 0 || off < 0 || end > obj.Size || off/bs != (end-1)/bs || !c.enter() {
+		return false
+	}
+	defer c.leave()
+	index := off / bs
+	k := blockKey{version: c.version(obj), index: index}
+	lo := off - index*bs
+	if !c.ram.view(k, blockLength(obj, bs, index), func(b []byte) { copy(p, b[lo:]) }) {
+		return false
+	}
+	c.stats.ramHits.Add(1)
+	c.stats.ramBytesServed.Add(uint64(len(p)))
+	return true
+}
+
 // RAMFree is how many bytes the RAM tier can take before it evicts; 0
 // without a RAM tier.
 func (c *Cache) RAMFree() int64 {

@@ -447,3 +447,5 @@ func (c warmCache) ReadChunks(obj store.Object, p []byte, off int64) (cache.Tier
 }
 
 func (c warmCache) RAMFree() int64 { return 1 << 40 }
+
+func (c warmCache) ReadRAM(store.Object, []byte, int64) bool { return false }

@@ -89,13 +89,10 @@ func (r *Reader) readBlockwise(q []byte, off int64, tiers cache.Tier) ([]byte, b
 	if off+n > start+bs {
 		return nil, false
 	}
-	if r.s.sharedRAM && tiers.Has(cache.InRAM) && r.s.cache.Lookup(r.obj, start/bs).Has(cache.InRAM) {
+	if r.s.sharedRAM && tiers.Has(cache.InRAM) && r.s.cache.ReadRAM(r.obj, q, off) {
 		// A shared tier reuses its slots, so Get hands out a copy of the
-		// whole block: copy the read's own bytes out of the slot instead
-		// (a block evicted since the lookup is read from the ring's grains).
-		if _, ok := r.s.cache.ReadChunks(r.obj, q, off); ok {
-			return q, true
-		}
+		// whole block: the read's own bytes are copied out of the slot.
+		return q, true
 	}
 	b := &r.last
 	b.mu.Lock()

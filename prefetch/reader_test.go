@@ -191,3 +191,5 @@ func (c *blockCache) ReadChunks(obj store.Object, p []byte, off int64) (cache.Ti
 }
 
 func (c *blockCache) RAMFree() int64 { return 1 << 40 }
+
+func (c *blockCache) ReadRAM(store.Object, []byte, int64) bool { return false }

@@ -64,6 +64,9 @@ type Cache interface {
 	ReadChunks(obj store.Object, p []byte, off int64) (cache.Tier, bool)
 	// RAMFree is how many bytes the RAM tier takes before it evicts.
 	RAMFree() int64
+	// ReadRAM copies a read inside one block that the RAM tier holds,
+	// and nothing else.
+	ReadRAM(obj store.Object, p []byte, off int64) bool
 }
 
 // ErrClosed is returned by reads on a closed Stream or Scheduler.

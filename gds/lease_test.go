@@ -39,7 +39,13 @@ func newRingFixture(t *testing.T, cfg Config) (*fixture, *cache.Cache) {
 
 func (f *fixture) lease(handle uint64, obj *store.Object, req LeaseReq) (LeaseReq, syscall.Errno) {
 	f.t.Helper()
-	out, errno := f.ioctl(handle, obj, CmdLease, req)
+	return f.leaseAs(handle, uint32(os.Getuid()), obj, req)
+}
+
+// leaseAs is lease as uid.
+func (f *fixture) leaseAs(handle uint64, uid uint32, obj *store.Object, req LeaseReq) (LeaseReq, syscall.Errno) {
+	f.t.Helper()
+	out, errno := f.ioctlAs(handle, uid, obj, CmdLease, req)
 	if errno != 0 {
 		return LeaseReq{}, errno
 	}

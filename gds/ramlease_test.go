@@ -42,19 +42,6 @@ func newSharedRAMFixture(t *testing.T) (*fixture, string) {
 	return f, shm
 }
 
-func (f *fixture) leaseAs(uid uint32, req LeaseReq) (LeaseReq, syscall.Errno) {
-	f.t.Helper()
-	out, errno := f.ioctlAs(1, uid, nil, CmdLease, req)
-	if errno != 0 {
-		return LeaseReq{}, errno
-	}
-	r, err := DecodeLeaseReply(out)
-	if err != nil {
-		f.t.Fatal(err)
-	}
-	return r, 0
-}
-
 func TestLeaseFromRAMNamesTheTiersFile(t *testing.T) {
 	f, shm := newSharedRAMFixture(t)
 	data := f.data[shard1]
@@ -104,7 +91,7 @@ func TestLeaseFromRAMNamesTheTiersFile(t *testing.T) {
 	if own == 0 {
 		other = 4242
 	}
-	if r, errno := f.leaseAs(other, LeaseReq{Path: shard1, Length: 10, Flags: LeaseFromRAM}); errno != syscall.EACCES || len(r.Paths) != 0 {
+	if r, errno := f.leaseAs(1, other, nil, LeaseReq{Path: shard1, Length: 10, Flags: LeaseFromRAM}); errno != syscall.EACCES || len(r.Paths) != 0 {
 		t.Errorf("another uid: %+v, %v; want EACCES and no path", r, errno)
 	}
 	var caps Capabilities

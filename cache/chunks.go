@@ -12,16 +12,15 @@ import "github.com/shardfs/shardfs/store"
 // A grain that fails its check drops the block, as a whole-block read
 // does.
 func (c *Cache) ReadChunks(obj store.Object, p []byte, off int64) (Tier, bool) {
-	bs := c.cfg.BlockSize
-	end := off + int64(len(p))
-	if len(p) == 0 || off < 0 || end > obj.Size || off/bs != (end-1)/bs || !c.enter() {
+	if !insideOneBlock(obj, p, off, c.cfg.BlockSize) || !c.enter() {
 		return NotCached, false
 	}
 	defer c.leave()
+	bs := c.cfg.BlockSize
 	index := off / bs
 	k := blockKey{version: c.version(obj), index: index}
 	want := blockLength(obj, bs, index)
-	lo, hi := off-index*bs, end-index*bs
+	lo, hi := off-index*bs, off+int64(len(p))-index*bs
 	if c.ramCopy(k, want, lo, p) {
 		return InRAM, true
 	}
@@ -51,21 +50,21 @@ func (c *Cache) ReadChunks(obj store.Object, p []byte, off int64) (Tier, bool) {
 // through Get). It reads no ring, and counts hits only: a caller that
 // misses goes on to a read that counts the miss.
 func (c *Cache) ReadRAM(obj store.Object, p []byte, off int64) bool {
-	bs := c.cfg.BlockSize
-	end := off + int64(len(p))
-	if c.ram == nil || len(p) == 0 || off < 0 || end > obj.Size || off/bs != (end-1)/bs || !c.enter() {
+	if c.ram == nil || !insideOneBlock(obj, p, off, c.cfg.BlockSize) || !c.enter() {
 		return false
 	}
 	defer c.leave()
+	bs := c.cfg.BlockSize
 	index := off / bs
 	k := blockKey{version: c.version(obj), index: index}
-	lo := off - index*bs
-	if !c.ram.view(k, blockLength(obj, bs, index), func(b []byte) { copy(p, b[lo:]) }) {
-		return false
-	}
-	c.stats.ramHits.Add(1)
-	c.stats.ramBytesServed.Add(uint64(len(p)))
-	return true
+	return c.ramHit(k, blockLength(obj, bs, index), off-index*bs, p)
+}
+
+// insideOneBlock reports whether [off, off+len(p)) is a non-empty range of
+// obj inside one block.
+func insideOneBlock(obj store.Object, p []byte, off, bs int64) bool {
+	end := off + int64(len(p))
+	return len(p) > 0 && off >= 0 && end <= obj.Size && off/bs == (end-1)/bs
 }
 
 // RAMFree is how many bytes the RAM tier can take before it evicts; 0

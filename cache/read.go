@@ -178,12 +178,21 @@ func (c *Cache) ramCopy(k blockKey, want, from int64, dst []byte) bool {
 	if c.ram == nil {
 		return false
 	}
-	ok := c.ram.view(k, want, func(b []byte) { copy(dst, b[from:]) })
-	c.countRAM(ok)
-	if ok {
-		c.stats.ramBytesServed.Add(uint64(len(dst)))
+	ok := c.ramHit(k, want, from, dst)
+	if !ok {
+		c.countRAM(false)
 	}
 	return ok
+}
+
+// ramHit is ramCopy counting a hit and its bytes only.
+func (c *Cache) ramHit(k blockKey, want, from int64, dst []byte) bool {
+	if !c.ram.view(k, want, func(b []byte) { copy(dst, b[from:]) }) {
+		return false
+	}
+	c.countRAM(true)
+	c.stats.ramBytesServed.Add(uint64(len(dst)))
+	return true
 }
 
 func (c *Cache) countRAM(hit bool) {

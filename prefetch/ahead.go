@@ -5,11 +5,12 @@ import "github.com/shardfs/shardfs/store"
 // applyLocked carries out a plan for st after a read: it lets go of held
 // parts outside plan.Keep, holds or starts the parts of plan.Need for read
 // (empty when the read was served elsewhere) and of plan.Ahead (within st's
-// fair share), and spills the window into the next objects.
-func (s *Scheduler) applyLocked(st *Stream, plan Plan, read Range) {
+// fair share), and spills the window into the next objects. asked is the
+// read's length, whether served here or elsewhere.
+func (s *Scheduler) applyLocked(st *Stream, plan Plan, asked int64, read Range) {
 	s.readArrivedLocked(st.o)
 	if !plan.Sequential {
-		s.noteRandomLocked(st.o, plan.Need)
+		s.noteRandomLocked(st.o, plan.Need, asked)
 	}
 	for p := range st.held {
 		if p.end <= plan.Keep.Start || p.off >= plan.Keep.End {

@@ -24,6 +24,7 @@ type RandomAccess struct {
 	Budget    int64 // the read-ahead budget (Config.Memory)
 	Touched   int64 // distinct blocks random reads have landed on
 	Room      int64 // bytes the cache can keep at once (RAM tier and ring); 0: no cache
+	Taken     int64 // bytes asked for by the random reads that landed on a new block
 }
 
 // The density rule's thresholds.
@@ -47,6 +48,17 @@ const (
 	// reads of a 1 GiB object (1024 blocks of 1 MiB) touch about 180:
 	// sparse.
 	denseFraction = 4
+	// takenFraction: random reads that have taken a 64th of an object
+	// are reading it through, not looking things up in it: fio's one
+	// random pass of 256 KiB reads, a loader's large samples. The rest
+	// is fetched then: for a 2 GiB object after 128 reads of 256 KiB
+	// instead of 512, each a round trip for one block while the reader
+	// waits. Before a quarter of the blocks are touched, only reads that
+	// average more than a sixteenth of a block get there: 200 random
+	// 4 KiB reads of 1 GiB have taken 800 KiB of it. Only reads that
+	// land on a new block count, so one sample read over and over adds
+	// up to nothing.
+	takenFraction = 64
 )
 
 // Classify applies the density rule. Like Policy, it does no I/O and reads
@@ -66,6 +78,8 @@ func Classify(a RandomAccess) Density {
 		return Dense
 	case a.Touched*a.BlockSize*denseFraction >= a.Size:
 		return Dense
+	case a.Taken*takenFraction >= a.Size:
+		return Dense
 	}
 	return Sparse
 }
@@ -75,6 +89,7 @@ func Classify(a RandomAccess) Density {
 type randomAccess struct {
 	touched []uint64 // bit per block
 	count   int64    // bits set
+	taken   int64    // bytes asked for by reads that set a bit (RandomAccess.Taken)
 	dense   bool     // the background fetch started; it is never started twice
 }
 

@@ -192,3 +192,71 @@ func TestARandomReaderGoneOnLetsItsBlockReachTheCache(t *testing.T) {
 		t.Errorf("DenseObjects = %d; five reads of a 1 GiB shard are sparse", st.DenseObjects)
 	}
 }
+
+// A random pass of large reads (fio's 256 KiB over an object the cache
+// can hold) turns dense once it has taken a 64th of the object, long
+// before it touches a quarter of the blocks, and every byte is right.
+func TestLargeRandomReadsTurnDenseEarly(t *testing.T) {
+	const bs, read = 1 << 20, 256 << 10
+	cfg := DefaultConfig()
+	cfg.Memory = 256 * bs // budget/8 = 32 MiB: the object is not small
+	c := newRingCache(t, bs, 64*bs)
+	f := &fakeFetcher{}
+	s := newTestScheduler(t, cfg, f, c)
+	obj := fakeObject("large-reads.bin", 96*bs)
+	var offs []int64
+	for off := int64(0); off < obj.Size; off += read {
+		offs = append(offs, off)
+	}
+	rand.New(rand.NewPCG(15, 256)).Shuffle(len(offs), func(i, j int) { offs[i], offs[j] = offs[j], offs[i] })
+	buf := make([]byte, read)
+	turnedAt := 0
+	for i, off := range offs {
+		r := s.OpenReader(obj, false)
+		n, _, err := r.ReadAt(testContext(t), buf, off)
+		r.Close()
+		if err != nil || !bytes.Equal(buf[:n], wantBytes(obj, off, read)) {
+			t.Fatalf("read at %d: %d bytes, err %v, or wrong bytes", off, n, err)
+		}
+		if turnedAt == 0 && s.Stats().DenseObjects == 1 {
+			turnedAt = i + 1
+		}
+	}
+	// 1.5 MiB (a 64th of 96 MiB) is 6 reads of 256 KiB; a quarter of
+	// the blocks would take at least 24.
+	if turnedAt == 0 || turnedAt > 6 {
+		t.Errorf("the pass turned dense at read %d (0: never); want by read 6, when it had taken a 64th of the object", turnedAt)
+	}
+	settledStats(t, s)
+	if asked, limit := f.askedBytes.Load(), obj.Size+obj.Size/20; asked > limit {
+		t.Errorf("the pass asked the store for %d bytes, more than 1.05 x the object (%d)", asked, limit)
+	}
+}
+
+// One sample read over and over (plus one elsewhere) is not a reader
+// taking the object through: only reads that land on a new block count.
+func TestOneSampleReadOverAndOverStaysSparse(t *testing.T) {
+	const bs, read = 1 << 20, 256 << 10
+	cfg := DefaultConfig()
+	cfg.Memory = 256 * bs
+	c := newRingCache(t, bs, 64*bs)
+	f := &fakeFetcher{}
+	s := newTestScheduler(t, cfg, f, c)
+	obj := fakeObject("one-sample.bin", 96*bs)
+	buf := make([]byte, read)
+	for i := range 100 {
+		off := int64(7*bs + 4096)
+		if i == 50 {
+			off = 80 * bs
+		}
+		r := s.OpenReader(obj, false)
+		n, _, err := r.ReadAt(testContext(t), buf, off)
+		r.Close()
+		if err != nil || !bytes.Equal(buf[:n], wantBytes(obj, off, read)) {
+			t.Fatalf("read at %d: %d bytes, err %v, or wrong bytes", off, n, err)
+		}
+	}
+	if st := settledStats(t, s); st.DenseObjects != 0 {
+		t.Errorf("DenseObjects = %d; one sample read 99 times and one other read are sparse", st.DenseObjects)
+	}
+}

@@ -4,7 +4,8 @@ import "testing"
 
 func TestClassify(t *testing.T) {
 	const (
-		mib = int64(1) << 20
+		kib = int64(1) << 10
+		mib = 1024 * kib
 		gib = 1024 * mib
 		tib = 1024 * gib
 	)
@@ -13,23 +14,27 @@ func TestClassify(t *testing.T) {
 		a    RandomAccess
 		want Density
 	}{
-		{"one read of a small shard is a peek", RandomAccess{64 * mib, mib, gib, 1, tib}, Sparse},
-		{"a second block of a small shard", RandomAccess{64 * mib, mib, gib, 2, tib}, Dense},
-		{"a shard of exactly budget/8", RandomAccess{128 * mib, mib, gib, 2, tib}, Dense},
-		{"a shard just over budget/8", RandomAccess{128*mib + 1, mib, gib, 2, tib}, Sparse},
-		{"200 random reads of 1 GiB touch ~180 blocks", RandomAccess{gib, mib, gib, 180, tib}, Sparse},
-		{"250 random reads of 1 GiB touch ~220 blocks", RandomAccess{gib, mib, gib, 220, tib}, Sparse},
-		{"a quarter of 1 GiB touched", RandomAccess{gib, mib, gib, 256, tib}, Dense},
-		{"just under a quarter", RandomAccess{gib, mib, gib, 255, tib}, Sparse},
-		{"a small budget makes no object small", RandomAccess{64 * mib, mib, 256 * mib, 8, tib}, Sparse},
-		{"one block of a one-block object", RandomAccess{mib, mib, gib, 1, tib}, Sparse},
-		{"an empty object", RandomAccess{0, mib, gib, 5, tib}, Sparse},
-		{"a 100 GiB object, a quarter touched", RandomAccess{100 * gib, mib, gib, 25600, tib}, Dense},
-		{"a 100 GiB object, an eighth touched", RandomAccess{100 * gib, mib, gib, 12800, tib}, Sparse},
-		{"a quarter of an object larger than the cache", RandomAccess{2 * gib, mib, gib, 512, gib + 512*mib}, Sparse},
-		{"all of an object larger than the cache", RandomAccess{2 * gib, mib, gib, 2048, gib + 512*mib}, Sparse},
-		{"an object the cache just holds", RandomAccess{2 * gib, mib, gib, 512, 2 * gib}, Dense},
-		{"a small object and no cache", RandomAccess{64 * mib, mib, gib, 8, 0}, Sparse},
+		{"one read of a small shard is a peek", RandomAccess{64 * mib, mib, gib, 1, tib, 0}, Sparse},
+		{"a second block of a small shard", RandomAccess{64 * mib, mib, gib, 2, tib, 0}, Dense},
+		{"a shard of exactly budget/8", RandomAccess{128 * mib, mib, gib, 2, tib, 0}, Dense},
+		{"a shard just over budget/8", RandomAccess{128*mib + 1, mib, gib, 2, tib, 0}, Sparse},
+		{"200 random reads of 1 GiB touch ~180 blocks", RandomAccess{gib, mib, gib, 180, tib, 0}, Sparse},
+		{"250 random reads of 1 GiB touch ~220 blocks", RandomAccess{gib, mib, gib, 220, tib, 0}, Sparse},
+		{"a quarter of 1 GiB touched", RandomAccess{gib, mib, gib, 256, tib, 0}, Dense},
+		{"just under a quarter", RandomAccess{gib, mib, gib, 255, tib, 0}, Sparse},
+		{"a small budget makes no object small", RandomAccess{64 * mib, mib, 256 * mib, 8, tib, 0}, Sparse},
+		{"one block of a one-block object", RandomAccess{mib, mib, gib, 1, tib, 0}, Sparse},
+		{"an empty object", RandomAccess{0, mib, gib, 5, tib, 0}, Sparse},
+		{"a 100 GiB object, a quarter touched", RandomAccess{100 * gib, mib, gib, 25600, tib, 0}, Dense},
+		{"a 100 GiB object, an eighth touched", RandomAccess{100 * gib, mib, gib, 12800, tib, 0}, Sparse},
+		{"a quarter of an object larger than the cache", RandomAccess{2 * gib, mib, gib, 512, gib + 512*mib, 0}, Sparse},
+		{"all of an object larger than the cache", RandomAccess{2 * gib, mib, gib, 2048, gib + 512*mib, 0}, Sparse},
+		{"an object the cache just holds", RandomAccess{2 * gib, mib, gib, 512, 2 * gib, 0}, Dense},
+		{"a small object and no cache", RandomAccess{64 * mib, mib, gib, 8, 0, 0}, Sparse},
+		{"128 reads of 256 KiB have taken a 64th of 2 GiB", RandomAccess{2 * gib, mib, gib, 128, tib, 128 * 256 * kib}, Dense},
+		{"127 reads of 256 KiB", RandomAccess{2 * gib, mib, gib, 127, tib, 127 * 256 * kib}, Sparse},
+		{"200 random 4 KiB reads of 1 GiB", RandomAccess{gib, mib, gib, 200, tib, 200 * 4 * kib}, Sparse},
+		{"a 64th taken of an object larger than the cache", RandomAccess{2 * gib, mib, gib, 128, gib, 32 * mib}, Sparse},
 	} {
 		if got := Classify(tc.a); got != tc.want {
 			t.Errorf("%s: Classify(%+v) = %v, want %v", tc.name, tc.a, got, tc.want)

@@ -264,10 +264,10 @@ func ringPlacementOf(p *part) cache.Placement {
 	return cache.ForReadAhead
 }
 
-// noteRandomLocked records a random read of o over the blocks need, and
-// starts the background fetch of the rest of o when the density rule says
-// its random reads are dense.
-func (s *Scheduler) noteRandomLocked(o *object, need Range) {
+// noteRandomLocked records a random read of asked bytes of o over the
+// blocks need, and starts the background fetch of the rest of o when the
+// density rule says its random reads are dense.
+func (s *Scheduler) noteRandomLocked(o *object, need Range, asked int64) {
 	bs := s.cfg.BlockSize
 	blocks := ceilTo(o.obj.Size, bs) / bs
 	if !s.cfg.DenseRandom || need.Empty() || blocks > maxTrackedBlocks || s.scheduledLocked(o) {
@@ -285,14 +285,18 @@ func (s *Scheduler) noteRandomLocked(o *object, need Range) {
 	if a.dense {
 		return
 	}
+	landedNew := false
 	for b := need.Start / bs; b*bs < need.End; b++ {
-		a.touch(b)
+		landedNew = a.touch(b) || landedNew
+	}
+	if landedNew {
+		a.taken += asked
 	}
 	room := int64(0)
 	if s.cache != nil {
 		room = s.cache.Room()
 	}
-	if Classify(RandomAccess{Size: o.obj.Size, BlockSize: bs, Budget: s.cfg.Memory, Touched: a.count, Room: room}) != Dense {
+	if Classify(RandomAccess{Size: o.obj.Size, BlockSize: bs, Budget: s.cfg.Memory, Touched: a.count, Room: room, Taken: a.taken}) != Dense {
 		return
 	}
 	a.dense = true

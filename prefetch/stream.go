@@ -125,7 +125,7 @@ func (st *Stream) read(ctx context.Context, p []byte, off int64, inPlace bool) (
 		return nil, false, nil, fmt.Errorf("prefetch %s: %w", st.obj.Key, ErrClosed)
 	}
 	plan := st.policy.Read(off, end-off)
-	s.applyLocked(st, plan, Range{off, end})
+	s.applyLocked(st, plan, end-off, Range{off, end})
 	s.readScheduledLocked(st.obj, Range{off, end})
 	s.mu.Unlock()
 
@@ -162,9 +162,9 @@ func (st *Stream) Observe(off, n int64) {
 	if st.closed || s.closed || n <= 0 || off < 0 || off >= st.obj.Size {
 		return
 	}
-	plan := st.policy.Read(off, n)
-	s.applyLocked(st, plan, Range{})
 	end := min(off+n, st.obj.Size)
+	plan := st.policy.Read(off, n)
+	s.applyLocked(st, plan, end-off, Range{})
 	s.readScheduledLocked(st.obj, Range{off, end})
 	for pos := off; pos < end; {
 		p := s.partAt(st.o, pos)

@@ -83,7 +83,7 @@ func chunkSizeFor(blockSize int64) int64 {
 // sumBlock computes the chunk and grain CRCs of data (at most a block
 // whose grain is grain bytes), reading data once.
 func sumBlock(data []byte, grain int64) (chunks chunkSums, grains grainSums) {
-	full := crcShift(grain) // the same for every grain but a short last one
+	full := shifterFor(grain) // the same for every grain but a short last one
 	for i := 0; int64(i)*grain < int64(len(data)); i++ {
 		lo := int64(i) * grain
 		hi := min(lo+grain, int64(len(data)))
@@ -93,7 +93,7 @@ func sumBlock(data []byte, grain int64) (chunks chunkSums, grains grainSums) {
 		case i%grainsPerChunk == 0:
 			*c = grains[i]
 		case hi-lo == grain:
-			*c = crcCombine(*c, grains[i], full)
+			*c = full.combine(*c, grains[i])
 		default:
 			*c = crcCombine(*c, grains[i], crcShift(hi-lo))
 		}

@@ -71,13 +71,18 @@ func (s *Scheduler) coverLocked(st *Stream, r, read Range, sequential bool, affo
 // the first part of each of the next NextShards objects. It is st's
 // read-ahead carried on, so it draws on st's share as its window shrinks.
 //
-// Objects another reader opened after st's was opened (open now or already
-// read), objects open since before, and objects whose start another
-// stream's spill has claimed are passed over without counting: when
-// several readers split a listing (DataLoader workers each take every W-th
-// shard), the next object is another reader's, and the one st's reader
-// opens next lies past those. Objects opened before st only (in an earlier
-// epoch) are prefetched again.
+// Objects another reader opened after st's was opened, or just before it
+// while st's fellow readers were opening theirs (st.since; open now or
+// already read), objects open since before, and objects whose start
+// another stream's spill has claimed are passed over without counting:
+// when several readers split a listing (DataLoader workers each take every
+// W-th shard), the next object is another reader's, and the one st's
+// reader opens next lies past those. Four readers taking shards from one
+// queue open them in any order; counting only opens after st's, a shard
+// read and closed by the reader that opened it first was fetched a second
+// time by the spill of the one opened after it (a whole shard in 5-25% of
+// cold passes). Objects opened before that only (in an earlier epoch) are
+// prefetched again.
 func (s *Scheduler) spillLocked(st *Stream, spill int64, afford func(size int64) bool) {
 	i, ok := s.registry.indexOf(st.obj.Key)
 	if !ok || s.cfg.NextShards <= 0 {
@@ -85,11 +90,11 @@ func (s *Scheduler) spillLocked(st *Stream, spill int64, afford func(size int64)
 	}
 	// What can be passed over: objects opened since st, plus those that
 	// other streams hold open or claimed.
-	passes := int(s.registry.opens-st.opened) + len(s.registry.streams)*(s.cfg.NextShards+1)
+	passes := int(s.registry.opens-st.since) + len(s.registry.streams)*(s.cfg.NextShards+1)
 	for j, taken := i+1, 0; j < len(s.registry.order) && taken < s.cfg.NextShards; j++ {
 		next := s.registry.order[j]
 		o := s.registry.objects[objectID{next.Key, next.ETag}]
-		if s.registry.openedAt[j] > st.opened || (o != nil && (o.streams > 0 || (o.claimedBy != nil && o.claimedBy != st))) {
+		if s.registry.openedAt[j] > st.since || (o != nil && (o.streams > 0 || (o.claimedBy != nil && o.claimedBy != st))) {
 			if passes--; passes < 0 {
 				return
 			}

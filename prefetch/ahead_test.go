@@ -2,6 +2,7 @@ package prefetch
 
 import (
 	"bytes"
+	"context"
 	"io"
 	"strings"
 	"sync/atomic"
@@ -84,17 +85,8 @@ func TestNextObjectSkipsOtherReadersShards(t *testing.T) {
 // again but c is, and in the next epoch (a opened again) b is prefetched
 // once more.
 func TestNextObjectSkipsShardsAlreadyRead(t *testing.T) {
-	ctx := testContext(t)
-	cfg := smallConfig()
-	f := &fakeFetcher{}
-	s := newTestScheduler(t, cfg, f, nil)
-	a, b, c := fakeObject("a", 100<<10), fakeObject("b", 100<<10), fakeObject("c", 100<<10)
-	s.SetOrder([]store.Object{a, b, c})
-	sa, sb := s.Open(a), s.Open(b)
-	readAll(ctx, t, sb, b, 4096)
-	sb.Close()
-	readAll(ctx, t, sa, a, 4096)
-	sa.Close()
+	ctx, s, f, a, b, c := threeShards(t)
+	readBWhileAIsOpen(ctx, t, s, a, b, false)
 	if n := f.getsAt("b", 0); n != 1 {
 		t.Errorf("b fetched %d times from 0, want once: its reader read it before a's neared its end", n)
 	}
@@ -104,13 +96,28 @@ func TestNextObjectSkipsShardsAlreadyRead(t *testing.T) {
 	}
 	sc.Close()
 
-	sa = s.Open(a) // the next epoch
+	sa := s.Open(a) // the next epoch
 	readAll(ctx, t, sa, a, 4096)
 	sa.Close()
-	sb = s.Open(b)
+	sb := s.Open(b)
 	defer sb.Close()
 	if n := s.Stats().NextFound; n != 2 {
 		t.Errorf("opening b in the next epoch: NextFound = %d, want 2", n)
+	}
+}
+
+// TestNextObjectSkipsAShardItsFellowOpenedFirst: readers taking shards
+// from one queue open them in any order. b's reader opened it just before
+// a's reader opened a, read it and closed it; a's spill then passes over b
+// (read in this pass) to c, and b is fetched once.
+func TestNextObjectSkipsAShardItsFellowOpenedFirst(t *testing.T) {
+	ctx, s, f, a, b, _ := threeShards(t)
+	readBWhileAIsOpen(ctx, t, s, a, b, true)
+	if n := f.getsAt("b", 0); n != 1 {
+		t.Errorf("b fetched %d times from 0, want once: its reader opened and read it before a's neared its end", n)
+	}
+	if n := f.getsAt("c", 0); n != 1 {
+		t.Errorf("c fetched %d times from 0, want once: a's spill passes over b to c", n)
 	}
 }
 
@@ -449,3 +456,29 @@ func (c warmCache) ReadChunks(obj store.Object, p []byte, off int64) (cache.Tier
 func (c warmCache) RAMFree() int64 { return 1 << 40 }
 
 func (c warmCache) ReadRAM(store.Object, []byte, int64) bool { return false }
+
+// threeShards is a scheduler over a listing of three small objects.
+func threeShards(t *testing.T) (context.Context, *Scheduler, *fakeFetcher, store.Object, store.Object, store.Object) {
+	f := &fakeFetcher{}
+	s := newTestScheduler(t, smallConfig(), f, nil)
+	a, b, c := fakeObject("a", 100<<10), fakeObject("b", 100<<10), fakeObject("c", 100<<10)
+	s.SetOrder([]store.Object{a, b, c})
+	return testContext(t), s, f, a, b, c
+}
+
+// readBWhileAIsOpen opens a and b (b first when bFirst), reads b to its
+// end and closes it, then reads a to its end: a's window spills past its
+// end after b was read.
+func readBWhileAIsOpen(ctx context.Context, t *testing.T, s *Scheduler, a, b store.Object, bFirst bool) {
+	t.Helper()
+	var sa, sb *Stream
+	if bFirst {
+		sb, sa = s.Open(b), s.Open(a)
+	} else {
+		sa, sb = s.Open(a), s.Open(b)
+	}
+	readAll(ctx, t, sb, b, 4096)
+	sb.Close()
+	readAll(ctx, t, sa, a, 4096)
+	sa.Close()
+}

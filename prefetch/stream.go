@@ -18,6 +18,11 @@ type Stream struct {
 	obj    store.Object
 	policy *Policy // guarded by s.mu, like every field below
 	opened uint64  // Scheduler.opens when this stream opened
+	// since: Scheduler.opens before the streams open alongside this one
+	// were opened, as if they had opened just before it. Objects opened
+	// after it belong to this pass over the listing (spillLocked): readers
+	// that take shards in order open them in any order.
+	since uint64
 
 	held      map[*part]struct{} // parts this stream keeps for reads to come
 	heldBytes int64
@@ -39,6 +44,7 @@ func (s *Scheduler) Open(obj store.Object) *Stream {
 	st.o.streams++
 	s.registry.opens++
 	st.opened = s.registry.opens
+	st.since = st.opened - 1 - uint64(len(s.registry.streams))
 	if i, ok := s.registry.indexOf(obj.Key); ok {
 		s.registry.openedAt[i] = st.opened
 	}

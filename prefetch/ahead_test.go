@@ -121,6 +121,23 @@ func TestNextObjectSkipsAShardItsFellowOpenedFirst(t *testing.T) {
 	}
 }
 
+// TestNextObjectRemembersReadShardsAcrossAListing: a listing refresh in
+// the middle of a pass keeps which shards were read; a's spill passes over
+// b (read) to c.
+func TestNextObjectRemembersReadShardsAcrossAListing(t *testing.T) {
+	ctx, s, f, a, b, c := threeShards(t)
+	sa, sb := s.Open(a), s.Open(b)
+	readAll(ctx, t, sb, b, 4096)
+	sb.Close()
+	s.SetOrder([]store.Object{a, b, c})
+	readAll(ctx, t, sa, a, 4096)
+	sa.Close()
+	if n := f.getsAt("b", 0); n != 1 {
+		t.Errorf("b fetched %d times from 0, want once: the new listing forgot it was read", n)
+
+	}
+}
+
 // TestNextObjectPrefetchYieldsToOpenStreams: what was prefetched for an
 // object nobody has open is dropped when open streams need the memory.
 func TestNextObjectPrefetchYieldsToOpenStreams(t *testing.T) {

@@ -164,15 +164,26 @@ func (s *Scheduler) Close() {
 // key; objs is kept, not copied (the caller never changes it), and an
 // object is found in it by binary search: a million-key listing costs the
 // scheduler 8 bytes a key, not a copy and a map.
+//
+// A new listing (every refresh) keeps when each key still listed was last
+// opened: forgotten, every shard read so far in the pass would look
+// unread, and the spill of the streams still reading would fetch them
+// again.
 func (s *Scheduler) SetOrder(objs []store.Object) {
 	if !slices.IsSortedFunc(objs, byKey) {
 		objs = slices.Clone(objs)
 		slices.SortFunc(objs, byKey)
 	}
+	openedAt := make([]uint64, len(objs))
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	for j, o := range objs {
+		if i, ok := s.registry.indexOf(o.Key); ok {
+			openedAt[j] = s.registry.openedAt[i]
+		}
+	}
 	s.registry.order = objs
-	s.registry.openedAt = make([]uint64, len(objs))
+	s.registry.openedAt = openedAt
 }
 
 func byKey(a, b store.Object) int { return strings.Compare(a.Key, b.Key) }

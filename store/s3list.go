@@ -139,7 +139,7 @@ func (s *S3) listLevel(ctx context.Context, level string) ([]Object, []string, e
 		if err != nil {
 			return nil, nil, s.wrap("list "+s.String(), err)
 		}
-		objs = s.appendObjects(objs, page.Contents, "", "")
+		objs = s.appendObjects(objs, page.Contents, level, false, "")
 		for _, p := range page.CommonPrefixes {
 			dirs = append(dirs, aws.ToString(p.Prefix))
 		}
@@ -164,11 +164,7 @@ func (s *S3) listRun(ctx context.Context, run keyRun, below bool) ([]Object, err
 		if err != nil {
 			return nil, s.wrap("list "+s.String(), err)
 		}
-		skipLevel := ""
-		if below {
-			skipLevel = run.level
-		}
-		objs = s.appendObjects(objs, page.Contents, skipLevel, run.lo)
+		objs = s.appendObjects(objs, page.Contents, run.level, below, run.lo)
 		if n := len(page.Contents); run.hi != "" && n > 0 && aws.ToString(page.Contents[n-1].Key) >= run.hi {
 			objs = trimFrom(objs, strings.TrimPrefix(run.hi, s.prefix))
 			break
@@ -179,14 +175,17 @@ func (s *S3) listRun(ctx context.Context, run keyRun, below bool) ([]Object, err
 
 // appendObjects adds a page's objects, keys made relative to the source
 // prefix. It leaves out the prefix itself, directory markers, keys before
-// lo and, when skipLevel is set, keys directly under skipLevel.
-func (s *S3) appendObjects(objs []Object, page []types.Object, skipLevel, lo string) []Object {
+// lo and, with below, keys directly under level (the delimiter listing of
+// level has them). below is its own flag, not a non-empty level: at a
+// bucket's root the level is "", and the objects at the root that sort
+// after its last directory were listed twice.
+func (s *S3) appendObjects(objs []Object, page []types.Object, level string, below bool, lo string) []Object {
 	for _, o := range page {
 		full := aws.ToString(o.Key)
 		if full < lo {
 			continue
 		}
-		if skipLevel != "" && !strings.Contains(full[len(skipLevel):], "/") {
+		if below && !strings.Contains(full[len(level):], "/") {
 			continue
 		}
 		key := strings.TrimPrefix(full, s.prefix)

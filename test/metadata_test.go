@@ -93,6 +93,26 @@ func TestParallelListingMatchesOneStream(t *testing.T) {
 			}
 		}
 	}
+	// At a bucket's root, objects that sort after the last directory
+	// are listed once, not once by the top and again by the last run.
+	const rootBucket = "meta-list-root"
+	rootContent := map[string][]byte{}
+	for _, key := range []string{"a.tar", "d00/x.tar", "d01/y.tar", "large/big.tar", "shard-0.tar", "shard-1.tar", "zz"} {
+		rootContent[key] = []byte(key)
+	}
+	newBucket(t, rootBucket, rootContent)
+	var rootWant []string
+	for key, data := range rootContent {
+		rootWant = append(rootWant, fmt.Sprintf("%d\t%s", len(data), key))
+	}
+	for _, streams := range []string{"1", "4"} {
+		r := mustRun(t, e2e.env(), 2*time.Minute, "ls", "s3://"+rootBucket, "--list-streams", streams, "--endpoint-url", e2e.minio.url)
+		got := parseLs(t, r.stdout)
+		assertSameList(t, "shardfs ls s3://"+rootBucket+" --list-streams "+streams, got, rootWant)
+		if len(got) != len(rootWant) {
+			t.Errorf("shardfs ls s3://%s --list-streams %s: %d lines for %d objects", rootBucket, streams, len(got), len(rootWant))
+		}
+	}
 	// 48 directories under flat/ in 4 runs: the top page and 4 run pages.
 	m := mountWith(t, e2e.env(), e2e.minio.url, "s3://"+bucket+"/flat", "--list-streams", "4")
 	st := mountStats(t, m.dir)

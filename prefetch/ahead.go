@@ -80,9 +80,8 @@ func (s *Scheduler) coverLocked(st *Stream, r, read Range, sequential bool, affo
 // reader opens next lies past those. Four readers taking shards from one
 // queue open them in any order; counting only opens after st's, a shard
 // read and closed by the reader that opened it first was fetched a second
-// time by the spill of the one opened after it (a whole shard in 5-25% of
-// cold passes). Objects opened before that only (in an earlier epoch) are
-// prefetched again.
+// time, whole, by the spill of the one opened after it. Objects opened
+// before that only (in an earlier epoch) are prefetched again.
 func (s *Scheduler) spillLocked(st *Stream, spill int64, afford func(size int64) bool) {
 	i, ok := s.registry.indexOf(st.obj.Key)
 	if !ok || s.cfg.NextShards <= 0 {

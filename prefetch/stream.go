@@ -17,7 +17,6 @@ type Stream struct {
 	o      *object
 	obj    store.Object
 	policy *Policy // guarded by s.mu, like every field below
-	opened uint64  // Scheduler.opens when this stream opened
 	// since: Scheduler.opens before the streams open alongside this one
 	// were opened, as if they had opened just before it. Objects opened
 	// after it belong to this pass over the listing (spillLocked): readers
@@ -43,10 +42,9 @@ func (s *Scheduler) Open(obj store.Object) *Stream {
 	st.o = s.objectLocked(obj)
 	st.o.streams++
 	s.registry.opens++
-	st.opened = s.registry.opens
-	st.since = st.opened - 1 - uint64(len(s.registry.streams))
+	st.since = s.registry.opens - 1 - uint64(len(s.registry.streams))
 	if i, ok := s.registry.indexOf(obj.Key); ok {
-		s.registry.openedAt[i] = st.opened
+		s.registry.openedAt[i] = s.registry.opens
 	}
 	s.registry.streams[st] = struct{}{}
 	if first := s.partAt(st.o, 0); first != nil && first.spec != specNone {

@@ -141,6 +141,9 @@ func (h *fileHandle) Release(ctx context.Context) syscall.Errno {
 }
 
 func (h *fileHandle) Ioctl(ctx context.Context, cmd uint32, arg uint64, in, out []byte) (int32, syscall.Errno) {
+	if cmd == CmdFillCache {
+		return 0, h.fillCache()
+	}
 	obj := h.obj
 	return h.m.ioctl(ctx, h.id, &obj, cmd, in, out)
 }

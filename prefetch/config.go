@@ -47,7 +47,20 @@ type Config struct {
 	// densely (dense.go). Only worth it where a cache tier keeps what
 	// arrives: with none, background parts would be fetched and dropped.
 	DenseRandom bool
+
+	// SkipLaggingSink: read-ahead blocks are not handed to the Sink while
+	// the parts it has yet to take hold more than half the budget
+	// (gets.go, sinkLagsLocked), so a cache disk slower than the network
+	// never holds a stream to its pace. Readers that fill the cache
+	// (Reader.FillCache) turn it off while they are open.
+	SkipLaggingSink bool
 }
+
+// sinkLagShare: the parts waiting for the Sink may hold 1/sinkLagShare of
+// the budget before read-ahead skips it. Half leaves read-ahead the other
+// half; a disk that keeps up drains what a burst of finished GETs
+// brings (Concurrency parts at once) long before.
+const sinkLagShare = 2
 
 // DefaultConfig is the configuration a mount starts from.
 func DefaultConfig() Config {
@@ -55,6 +68,7 @@ func DefaultConfig() Config {
 		BlockSize: DefaultBlockSize, PartSize: DefaultPartSize, MaxPrefetch: DefaultMaxPrefetch,
 		Memory: DefaultMemory, Concurrency: DefaultConcurrency, NextShards: DefaultNextShards,
 		ReorderWindow: DefaultReorderWindow, HeadSize: DefaultHeadSize, DenseRandom: true,
+		SkipLaggingSink: true,
 	}
 }
 

@@ -5,7 +5,7 @@ import "testing"
 func TestConfigDefaults(t *testing.T) {
 	got := DefaultConfig()
 	want := Config{BlockSize: 1 << 20, PartSize: 8 << 20, MaxPrefetch: 256 << 20, Memory: 1 << 30,
-		Concurrency: 64, NextShards: 1, ReorderWindow: 16 << 20, HeadSize: 16 << 10, DenseRandom: true}
+		Concurrency: 64, NextShards: 1, ReorderWindow: 16 << 20, HeadSize: 16 << 10, DenseRandom: true, SkipLaggingSink: true}
 	if got != want {
 		t.Fatalf("defaults %+v, want %+v", got, want)
 	}

@@ -7,15 +7,18 @@ import (
 	"io"
 	"time"
 
+	"github.com/shardfs/shardfs/cache"
 	"github.com/shardfs/shardfs/store"
 )
 
 // getSlots are the GETs running and the parts waiting for a slot.
 // Guarded by Scheduler.mu.
 type getSlots struct {
-	running int        // GETs in progress
-	sinking int        // GETs over whose bytes are being handed to the Sink
-	queue   [2][]*part // parts waiting for a GET slot: urgent, then read-ahead
+	running      int        // GETs in progress
+	sinking      int        // GETs over whose bytes are being handed to the Sink
+	sinkingBytes int64      // budget charged to those GETs' parts, which stay pinned until the Sink returns
+	queue        [2][]*part // parts waiting for a GET slot: urgent, then read-ahead
+	fillers      int        // readers whose every fetched block must reach the Sink (Reader.FillCache)
 }
 
 // enqueueLocked starts p's GET, or queues it when Concurrency GETs run.
@@ -176,22 +179,43 @@ func (s *Scheduler) get(ctx context.Context, p *part) {
 		s.mu.Unlock()
 		return
 	}
-	if s.sink == nil || fromCache == want {
+	place := placementOf(p)
+	if s.sink == nil || fromCache == want || s.sinkLagsLocked(p, place) {
+		if s.sink != nil && fromCache < want {
+			s.stats.SinkSkippedBytes += want - fromCache
+		}
 		s.releaseIfUnusedLocked(p)
 		s.mu.Unlock()
 		return
 	}
 	p.pins++
 	s.gets.sinking++
+	s.gets.sinkingBytes += p.size
 	s.mu.Unlock()
 
-	s.sink.Put(p.o.obj, (p.off+fromCache)/s.cfg.BlockSize, p.buf[fromCache:want], placementOf(p))
+	s.sink.Put(p.o.obj, (p.off+fromCache)/s.cfg.BlockSize, p.buf[fromCache:want], place)
 
 	s.mu.Lock()
 	s.gets.sinking--
+	s.gets.sinkingBytes -= p.size
 	p.pins--
 	s.releaseIfUnusedLocked(p)
 	s.mu.Unlock()
+}
+
+// sinkLagsLocked reports whether p's bytes skip the Sink because it takes
+// blocks more slowly than the store brings them: p is read-ahead (its
+// reader keeps its own copy), Config.SkipLaggingSink is set, no reader
+// fills the cache, and the parts still being handed to the Sink would,
+// with p, hold more than a sinkLagShare of the budget (one part may always
+// wait, whatever the budget). Parts wait pinned
+// until the Sink returns, so a disk slower than the network would
+// otherwise fill the budget with them and hold every reader to the
+// disk's pace; a skipped block is fetched again on the next pass, when
+// the disk may take it.
+func (s *Scheduler) sinkLagsLocked(p *part, place cache.Placement) bool {
+	return s.cfg.SkipLaggingSink && s.gets.fillers == 0 && place == cache.ForReadAhead &&
+		s.gets.sinking > 0 && s.gets.sinkingBytes+p.size > s.cfg.Memory/sinkLagShare
 }
 
 // parkAfterHead is called when p's head GET has brought its n bytes. When

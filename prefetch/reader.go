@@ -17,9 +17,10 @@ type Reader struct {
 	obj     store.Object
 	oneShot bool
 
-	mu     sync.Mutex // guards only the stream's creation and release
+	mu     sync.Mutex // guards only the stream's creation and release, and fills
 	stream *Stream    // opened on the first read that needs it
 	closed bool
+	fills  bool // FillCache was called: counted in the scheduler's fillers until Close
 
 	last lastBlock // the cache block the previous cache hit read
 }
@@ -44,11 +45,33 @@ func (r *Reader) ReadAt(ctx context.Context, p []byte, off int64) (int, string, 
 	return n, tier, err
 }
 
+// FillCache says this reader is there to fill the cache (`shardfs warm`
+// through a mount): while it is open, every block fetched waits for the
+// cache to take it, whoever reads (Config.SkipLaggingSink is set aside),
+// so that the warm leaves the cache holding what it read.
+func (r *Reader) FillCache() {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.fills || r.closed {
+		return
+	}
+	r.fills = true
+	r.s.mu.Lock()
+	r.s.gets.fillers++
+	r.s.mu.Unlock()
+}
+
 // Close releases the handle's stream; reads after it fail.
 func (r *Reader) Close() {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	r.closed = true
+	if r.fills {
+		r.fills = false
+		r.s.mu.Lock()
+		r.s.gets.fillers--
+		r.s.mu.Unlock()
+	}
 	r.last.mu.Lock()
 	r.last.data = nil
 	r.last.mu.Unlock()

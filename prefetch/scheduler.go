@@ -219,6 +219,7 @@ func (s *Scheduler) Stats() Stats {
 	st.InUseBytes = s.budget.inUse
 	st.Streams = int64(len(s.registry.streams))
 	st.Running = int64(s.gets.running)
+	st.CacheFillers = int64(s.gets.fillers)
 	st.ScheduleQueued = int64(s.sched.ranges - s.sched.unkept)
 	st.ScheduleInUseBytes = s.sched.inUse
 	return st

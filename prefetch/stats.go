@@ -2,11 +2,12 @@ package prefetch
 
 // Stats are the scheduler's counters, for /.shardfs/stats and metrics.
 // Byte and part counts are totals since NewScheduler except InUseBytes,
-// ReadPins, Streams and Running, which are current.
+// ReadPins, Streams, CacheFillers and Running, which are current.
 type Stats struct {
 	Gets                  int64 // ranged GETs finished, successful or not
 	FetchedBytes          int64 // bytes those GETs returned
 	CacheBytes            int64 // bytes parts read from the cache instead (read-ahead over a warm stretch)
+	SinkSkippedBytes      int64 // fetched read-ahead bytes not handed to the cache because it lagged (Config.SkipLaggingSink)
 	ServedBytes           int64 // bytes returned by ReadAt
 	PrefetchedServedBytes int64 // of ServedBytes, bytes from parts fetched ahead of the read that needed them
 	Waits                 int64 // reads that waited for bytes still on the network
@@ -16,6 +17,7 @@ type Stats struct {
 	ReadPins              int64 // pins reads hold on parts now (bytes being copied, or lent to a reply); 0 when no read runs
 	PeakInUseBytes        int64 // the most InUseBytes has been
 	Streams               int64 // open streams
+	CacheFillers          int64 // open readers that fill the cache (Reader.FillCache): no block skips it while any is
 	Running               int64 // parts being fetched (or read from the cache) now
 	PeakRunning           int64 // the most parts ever fetched at once: is read-ahead keeping the backend busy?
 	NextParts             int64 // parts prefetched from the next objects in listing order

@@ -8,7 +8,9 @@
 #
 # Every round drops the page cache and mounts afresh with an empty ring.
 # Each row records MB/s, CPU-seconds per GB of the daemon, of MinIO and of
-# the readers (the bench process), and the daemon's peak RSS. --profile
+# the readers (the bench process), the daemon's peak RSS, and the share of
+# the bytes read that the ring held after the pass and that skipped it
+# because its disk lagged the store (--cache-lag). --profile
 # writes the daemon's CPU and allocation profiles of the last ring-on round
 # to OUT/cpu.pprof and OUT/allocs.pprof (go tool pprof). --compare adds a
 # ring-on row of another shardfs binary (shardfs-ring-compare) to every
@@ -73,16 +75,17 @@ run_shardfs() {
 	DAEMON_PID=$!
 	wait_for_shards "$MNT" "$DAEMON_PID" shardfs "$OUT/shardfs.log"
 	drop_caches
-	local d0 s0 line daemon store rss
+	local d0 s0 line daemon store rss cached
 	d0=$(cpu_seconds "$DAEMON_PID") s0=$(cpu_seconds "$MINIO_PID")
 	line=$("$SHARDFS" bench files "$MNT" --name "$label" --workload seq --readers "$READERS" --include 'shard-*' | tee -a "$RESULTS")
 	daemon=$(awk -v a="$d0" -v b="$(cpu_seconds "$DAEMON_PID")" 'BEGIN{printf "%.3f", b-a}')
 	store=$(awk -v a="$s0" -v b="$(cpu_seconds "$MINIO_PID")" 'BEGIN{printf "%.3f", b-a}')
 	rss=$(awk '/^VmHWM:/ {print $2}' "/proc/$DAEMON_PID/status")
+	cached="ring_bytes=$(mount_stat "$MNT" cache_ring_bytes) skipped_bytes=$(mount_stat "$MNT" prefetch_cache_skipped_bytes_total)"
 	fusermount3 -u "$MNT" 2>/dev/null || fusermount3 -uz "$MNT"
 	wait "$DAEMON_PID" 2>/dev/null || true
 	DAEMON_PID=
-	bench_row "$label" "$line" "$daemon" "$rss" "$store"
+	bench_row "$label" "$line" "$daemon" "$rss" "$store" "$cached"
 }
 
 load_before=$(cut -d" " -f1-3 /proc/loadavg | tr " " /)
@@ -101,5 +104,6 @@ bench_record "INFO rounds=$ROUNDS shards=$SHARDS shard_size=$SHARD_SIZE readers=
 		"$ROUNDS" "$SHARDS" "$SHARD_SIZE" "$READERS" "$load_before" "$(cut -d" " -f1-3 /proc/loadavg | tr " " /)" \
 		"$(IFS=,; echo "${EXTRA_FLAGS[*]:-none}")" "${COMPARE:-same}:$(IFS=,; echo "${CMP_FLAGS[*]:-none}")"
 	"$SYS_PYTHON" "$SHARDFS_ROOT/scripts/bench_rows.py" "$RESULTS" "MB/s median (range)=mbps:value" "daemon CPU-s/GB=daemon_cpu_s:per_gb" \
-		"store CPU-s/GB=store_cpu_s:per_gb" "reader CPU-s/GB=reader_cpu_s:per_gb" "peak daemon RSS MiB=vmhwm_kb:mib"
+		"store CPU-s/GB=store_cpu_s:per_gb" "reader CPU-s/GB=reader_cpu_s:per_gb" "peak daemon RSS MiB=vmhwm_kb:mib" \
+		"share in the ring after=ring_bytes:share" "share not cached (disk lagged)=skipped_bytes:share"
 } | tee "$OUT/table.md"

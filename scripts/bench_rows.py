@@ -3,7 +3,8 @@ median over the rounds and the range.
 
     bench_rows.py RESULTS COLUMN... where COLUMN is TITLE=KEY:UNIT and UNIT is
     one of value (the field as it is), per_gb (the field per GB of the row's
-    bytes) or mib (a field in KiB, shown in MiB).
+    bytes), mib (a field in KiB, shown in MiB) or share (the field over the
+    row's bytes, 0 where a row lacks it).
 
 A RATIO line (--ratio A/B) adds the per-round ratio of the first column of
 rows A and B, in the order they ran.
@@ -33,6 +34,7 @@ def main(argv):
         "value": lambda r, k: float(r[k]),
         "per_gb": lambda r, k: float(r[k]) / (float(r["bytes"]) / 1e9),
         "mib": lambda r, k: float(r[k]) / 1024,
+        "share": lambda r, k: float(r.get(k, 0)) / float(r["bytes"]),
     }
     cols = []
     for spec in specs:

@@ -76,16 +76,24 @@ gen_bench_shards() {
 # bench_record LINE: appends LINE to $RESULTS and shows it on stderr.
 bench_record() { printf '%s\n' "$*" | tee -a "$RESULTS" >&2; }
 
-# bench_row LABEL RESULT_LINE DAEMON_CPU RSS_KB [STORE_CPU]: one ROW line of
+# bench_row LABEL RESULT_LINE DAEMON_CPU RSS_KB [STORE_CPU [FIELDS]]: one ROW line of
 # a `shardfs bench` RESULT line's bytes, MB/s and reader CPU, the daemon's CPU
-# seconds and peak RSS and, when given, the store's CPU seconds.
+# seconds and peak RSS and, when given, the store's CPU seconds and FIELDS
+# (KEY=VALUE ...), as they are.
 bench_row() {
-	local label=$1 line=$2 daemon=$3 rss=$4 store=${5:+ store_cpu_s=$5}
+	local label=$1 line=$2 daemon=$3 rss=$4 store=${5:+ store_cpu_s=$5} extra=${6:+ $6}
 	local bytes mbps reader
 	bytes=$(sed -n 's/.* bytes=\([0-9]*\).*/\1/p' <<<"$line")
 	mbps=$(sed -n 's/.* mbps=\([0-9.]*\).*/\1/p' <<<"$line")
 	reader=$(sed -n 's/.* reader_cpu_s=\([0-9.]*\).*/\1/p' <<<"$line")
-	bench_record "ROW name=$label bytes=$bytes mbps=$mbps daemon_cpu_s=$daemon$store reader_cpu_s=$reader vmhwm_kb=$rss"
+	bench_record "ROW name=$label bytes=$bytes mbps=$mbps daemon_cpu_s=$daemon$store reader_cpu_s=$reader vmhwm_kb=$rss$extra"
+}
+
+# mount_stat MNT NAME prints one series of MNT/.shardfs/stats (without the
+# shardfs_ prefix), summed over its labels; 0 when the mount has none.
+mount_stat() {
+	"$SYS_PYTHON" -c 'import json, sys
+print(int(sum(s["value"] for s in json.load(open(sys.argv[1])) if s["name"] == "shardfs_" + sys.argv[2])))' "$1/.shardfs/stats" "$2"
 }
 
 # free_port prints a TCP port on 127.0.0.1 that nothing listens on now.

@@ -76,11 +76,23 @@ func cacheConfigFrom(c *cli.Context) (cache.Config, error) {
 }
 
 // prefetchConfigFrom reads the read-ahead flags; blocks are the cache's.
+// The values of --cache-lag.
+const (
+	cacheLagSkip = "skip"
+	cacheLagWait = "wait"
+)
+
 func prefetchConfigFrom(c *cli.Context, blockSize int64) (prefetch.Config, error) {
 	cfg := prefetch.DefaultConfig()
 	cfg.BlockSize = blockSize
 	cfg.Concurrency = c.Int("max-concurrency")
 	cfg.NextShards = c.Int("prefetch-next")
+	switch lag := c.String("cache-lag"); lag {
+	case cacheLagSkip, cacheLagWait:
+		cfg.SkipLaggingSink = lag == cacheLagSkip
+	default:
+		return cfg, fmt.Errorf("--cache-lag %q: want %s or %s", lag, cacheLagSkip, cacheLagWait)
+	}
 	if err := sizeFlags(c, map[string]*int64{"part-size": &cfg.PartSize, "max-prefetch": &cfg.MaxPrefetch, "prefetch-memory": &cfg.Memory}); err != nil {
 		return cfg, err
 	}

@@ -51,6 +51,7 @@ func prefetchFlags() []cli.Flag {
 		&cli.StringFlag{Name: "max-prefetch", Value: formatSize(prefetch.DefaultMaxPrefetch), Usage: "largest read-ahead window of one open file", EnvVars: env("max-prefetch"), Category: "Read-ahead"},
 		&cli.StringFlag{Name: "prefetch-memory", Value: formatSize(prefetch.DefaultMemory), Usage: "bytes fetched ahead across all open files, together; readers wait when it is full", EnvVars: env("prefetch-memory"), Category: "Read-ahead"},
 		&cli.IntFlag{Name: "prefetch-next", Value: prefetch.DefaultNextShards, Usage: "shards after the current one (in listing order) to start fetching when a reader nears its end (0: none)", EnvVars: env("prefetch-next"), Category: "Read-ahead"},
+		&cli.StringFlag{Name: "cache-lag", Value: cacheLagSkip, Usage: "when the cache disk takes blocks more slowly than the store brings them: skip (read-ahead blocks past the lag are served and not cached; the next pass caches them) or wait (readers wait for the disk). shardfs warm always waits", EnvVars: env("cache-lag"), Category: "Read-ahead"},
 		&cli.IntFlag{Name: "max-concurrency", Value: prefetch.DefaultConcurrency, Usage: "parallel ranged GETs across the mount", EnvVars: env("max-concurrency"), Category: "Read-ahead"},
 	}
 }

@@ -65,6 +65,8 @@ func registerPrefetchMetrics(m *metrics.Metrics, s *prefetch.Scheduler) {
 	stat := statsOf(s.Stats)
 	m.CounterFunc("shardfs_prefetch_fetched_bytes_total", "Bytes fetched by read-ahead parts.", stat(func(s prefetch.Stats) float64 { return float64(s.FetchedBytes) }))
 	m.CounterFunc("shardfs_prefetch_cache_bytes_total", "Bytes read-ahead parts read from the disk cache instead of the store.", stat(func(s prefetch.Stats) float64 { return float64(s.CacheBytes) }))
+	m.CounterFunc("shardfs_prefetch_cache_skipped_bytes_total", "Read-ahead bytes served but not written to the cache because its disk lagged the store (--cache-lag skip); the next pass caches them.", stat(func(s prefetch.Stats) float64 { return float64(s.SinkSkippedBytes) }))
+	m.GaugeFunc("shardfs_prefetch_cache_fillers", "Open handles that fill the cache (shardfs warm through the mount); while any is open no block skips the cache.", stat(func(s prefetch.Stats) float64 { return float64(s.CacheFillers) }))
 	m.CounterFunc("shardfs_prefetch_ahead_served_bytes_total", "Bytes served from parts fetched ahead of the read that needed them.", stat(func(s prefetch.Stats) float64 { return float64(s.PrefetchedServedBytes) }))
 	m.CounterFunc("shardfs_prefetch_waits_total", "Reads that waited for bytes still on the network.", stat(func(s prefetch.Stats) float64 { return float64(s.Waits) }))
 	m.CounterFunc("shardfs_prefetch_budget_waits_total", "Times a read waited for the memory budget (backpressure).", stat(func(s prefetch.Stats) float64 { return float64(s.BudgetWaits) }))

@@ -1,0 +1,110 @@
+package prefetch
+
+import (
+	"context"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/shardfs/shardfs/cache"
+	"github.com/shardfs/shardfs/store"
+)
+
+// slowSink is a cache disk slower than the store: each Put takes delay,
+// and while gate is held none returns.
+type slowSink struct {
+	*recordingSink
+	delay time.Duration
+	gate  sync.RWMutex
+}
+
+func (s *slowSink) Put(obj store.Object, index int64, data []byte, place cache.Placement) {
+	s.gate.RLock()
+	defer s.gate.RUnlock()
+	time.Sleep(s.delay)
+	s.recordingSink.Put(obj, index, data, place)
+}
+
+func lagConfig() Config {
+	cfg := smallConfig()
+	cfg.SkipLaggingSink = true
+	return cfg
+}
+
+// readThrough reads obj whole through a reader in 4 KiB reads and fails
+// the test on any wrong byte.
+func readThrough(ctx context.Context, t *testing.T, r *Reader, obj store.Object) {
+	t.Helper()
+	buf := make([]byte, 4096)
+	for off := int64(0); off < obj.Size; off += int64(len(buf)) {
+		n, _, err := r.ReadAt(ctx, buf, off)
+		if err != nil || n != len(buf) {
+			t.Fatalf("read %s at %d: %d bytes, err %v", obj.Key, off, n, err)
+		}
+		if want := wantBytes(obj, off, n); string(buf[:n]) != string(want) {
+			t.Fatalf("read %s at %d: wrong bytes", obj.Key, off)
+		}
+	}
+}
+
+// TestReadAheadSkipsASinkThatStalls: a cache that takes nothing does not
+// hold a sequential reader. Its parts stop waiting for the Sink once half
+// the budget does, every byte read is right, and every byte fetched either
+// reaches the Sink or is counted as skipped.
+func TestReadAheadSkipsASinkThatStalls(t *testing.T) {
+	ctx, cancel := context.WithTimeout(testContext(t), 10*time.Second)
+	defer cancel()
+	cfg := lagConfig()
+	sink := &slowSink{recordingSink: newRecordingSink(t, cfg.BlockSize)}
+	sink.gate.Lock()
+	var open sync.Once
+	s := newTestScheduler(t, cfg, &fakeFetcher{}, sink)
+	t.Cleanup(func() { open.Do(sink.gate.Unlock) }) // before Close, which waits for the Sink
+	obj := fakeObject("stalled", 64*cfg.PartSize)
+	r := s.OpenReader(obj, false)
+	readThrough(ctx, t, r, obj)
+	r.Close()
+	open.Do(sink.gate.Unlock)
+	st := settledStats(t, s)
+	if st.SinkSkippedBytes == 0 {
+		t.Fatal("no read-ahead bytes skipped a Sink that took nothing")
+	}
+	if got := sink.total() + st.SinkSkippedBytes; got != st.FetchedBytes {
+		t.Errorf("the Sink got %d bytes and %d were skipped: %d, want the %d fetched", sink.total(), st.SinkSkippedBytes, got, st.FetchedBytes)
+	}
+	if max := cfg.Memory/sinkLagShare + cfg.PartSize; sink.total() > max {
+		t.Errorf("the Sink held %d bytes while it stalled, want at most %d (half the budget and a part)", sink.total(), max)
+	}
+}
+
+// TestCacheFillerWaitsForASlowSink: with a reader that fills the cache
+// open, every fetched block reaches a Sink slower than the store, while
+// without one the same read skips it.
+func TestCacheFillerWaitsForASlowSink(t *testing.T) {
+	for _, fill := range []bool{false, true} {
+		ctx := testContext(t)
+		cfg := lagConfig()
+		sink := &slowSink{recordingSink: newRecordingSink(t, cfg.BlockSize), delay: 2 * time.Millisecond}
+		s := newTestScheduler(t, cfg, &fakeFetcher{}, sink)
+		obj := fakeObject("slow", 32*cfg.PartSize)
+		r := s.OpenReader(obj, false)
+		if fill {
+			r.FillCache()
+		}
+		readThrough(ctx, t, r, obj)
+		r.Close()
+		st := settledStats(t, s)
+		switch {
+		case fill && (st.SinkSkippedBytes != 0 || sink.total() != obj.Size):
+			t.Errorf("filling the cache: the Sink got %d of %d bytes, %d skipped", sink.total(), obj.Size, st.SinkSkippedBytes)
+		case !fill && st.SinkSkippedBytes == 0:
+			t.Errorf("without a filler no byte skipped a Sink taking %v a part: the test's Sink does not lag", sink.delay)
+		}
+		s.mu.Lock()
+		fillers := s.gets.fillers
+		s.mu.Unlock()
+		if fillers != 0 {
+			t.Errorf("%d fillers counted after the reader closed", fillers)
+		}
+	}
+}

@@ -7,7 +7,6 @@ import (
 	"io"
 	"time"
 
-	"github.com/shardfs/shardfs/cache"
 	"github.com/shardfs/shardfs/store"
 )
 
@@ -201,21 +200,6 @@ func (s *Scheduler) get(ctx context.Context, p *part) {
 	p.pins--
 	s.releaseIfUnusedLocked(p)
 	s.mu.Unlock()
-}
-
-// sinkLagsLocked reports whether p's bytes skip the Sink because it takes
-// blocks more slowly than the store brings them: p is read-ahead (its
-// reader keeps its own copy), Config.SkipLaggingSink is set, no reader
-// fills the cache, and the parts still being handed to the Sink would,
-// with p, hold more than a sinkLagShare of the budget (one part may always
-// wait, whatever the budget). Parts wait pinned
-// until the Sink returns, so a disk slower than the network would
-// otherwise fill the budget with them and hold every reader to the
-// disk's pace; a skipped block is fetched again on the next pass, when
-// the disk may take it.
-func (s *Scheduler) sinkLagsLocked(p *part, place cache.Placement) bool {
-	return s.cfg.SkipLaggingSink && s.gets.fillers == 0 && place == cache.ForReadAhead &&
-		s.gets.sinking > 0 && s.gets.sinkingBytes+p.size > s.cfg.Memory/sinkLagShare
 }
 
 // parkAfterHead is called when p's head GET has brought its n bytes. When

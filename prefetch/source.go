@@ -64,7 +64,10 @@ import (
 // of a dense object, whose reads are random, and for parts made for a
 // loader's schedule, whose other samples in the same blocks come later.
 // A dense or scheduled part read from the ring is copied into RAM as it is
-// read (ringPlacementOf).
+// read (ringPlacementOf). Read-ahead goes to the cache only while the cache
+// keeps up: when the parts it has yet to take hold half the budget, a
+// disk slower than the network, the rest are served and not cached
+// (sinkLagsLocked), unless a reader that fills the cache is open.
 //
 // While a loader's schedule names ranges of an object, queued or kept, its
 // reads neither read ahead nor turn it dense (scheduledLocked, ahead.go):
@@ -252,6 +255,21 @@ func placementOf(p *part) cache.Placement {
 		return cache.ForRandomRead
 	}
 	return cache.ForReadAhead
+}
+
+// sinkLagsLocked reports whether p's bytes skip the Sink because it takes
+// blocks more slowly than the store brings them: p is read-ahead (its
+// reader keeps its own copy), Config.SkipLaggingSink is set, no reader
+// fills the cache, and the parts still being handed to the Sink would,
+// with p, hold more than a sinkLagShare of the budget (one part may always
+// wait, whatever the budget). Parts wait pinned
+// until the Sink returns, so a disk slower than the network would
+// otherwise fill the budget with them and hold every reader to the
+// disk's pace; a skipped block is fetched again on the next pass, when
+// the disk may take it.
+func (s *Scheduler) sinkLagsLocked(p *part, place cache.Placement) bool {
+	return s.cfg.SkipLaggingSink && s.gets.fillers == 0 && place == cache.ForReadAhead &&
+		s.gets.sinking > 0 && s.gets.sinkingBytes+p.size > s.cfg.Memory/sinkLagShare
 }
 
 // ringPlacementOf is what reading p's blocks from the ring does with them:

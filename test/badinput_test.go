@@ -68,6 +68,9 @@ func TestBadInputFailsCleanly(t *testing.T) {
 		{"unknown page cache policy", func(d string) []string {
 			return append([]string{"mount", e2e.source(), d, "--page-cache", "sometimes"}, e2e.endpoint()...)
 		}, nil, `page-cache.*sometimes`},
+		{"unknown cache lag choice", func(d string) []string {
+			return append([]string{"mount", e2e.source(), d, "--cache-lag", "sometimes"}, e2e.endpoint()...)
+		}, nil, `cache-lag.*sometimes.*skip or wait`},
 		{"unknown shared RAM tier choice", func(d string) []string {
 			return append([]string{"mount", e2e.source(), d, "--memory-cache-shared", "maybe"}, e2e.endpoint()...)
 		}, nil, `memory-cache-shared.*maybe`},

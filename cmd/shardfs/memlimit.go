@@ -7,10 +7,14 @@ import (
 )
 
 // memoryRoom is what the daemon holds beyond part buffers and RAM-tier
-// blocks. Measured with 32 readers under a 256 MiB budget: 64 MiB added
-// 10-15 MiB of RSS, 32 MiB cost a tenth of their throughput in
-// collections.
-const memoryRoom = 48 << 20
+// blocks. A full read-ahead budget leaves the collector only this room:
+// it runs each time that much is allocated, and each run empties the
+// FUSE server's buffer pools, which then allocate afresh. On a 16-core
+// node, 4 readers with the ring on filled a 1 GiB budget: 48 MiB of room
+// made 283 collections in a 3 s read and 1.9-2.2 daemon CPU-s per GB;
+// 128 MiB, 0.9-1.1 under a 1 GiB or a 512 MiB budget (64 MiB under
+// 512 MiB: 0.9-2.2). docs/BENCHMARKS.md.
+const memoryRoom = 128 << 20
 
 // memoryLimitEvery is how often the limit follows the RAM tier.
 const memoryLimitEvery = 250 * time.Millisecond

@@ -8,7 +8,7 @@ import (
 type pendingBlock struct {
 	key   blockKey
 	index int64
-	data  []byte // aligned, padded to alignment; the cache's, or (ForReadAhead) the caller's until put returns
+	data  []byte // aligned, padded to alignment; the cache's, or the caller's: until put returns (ForReadAhead; a block the arena copies), or handed over (Keep)
 	size  int64  // the block's real length
 	inRAM bool   // offered to the RAM tier, which keeps data
 	paged bool   // written to the ring through the page cache (ringFile.writePaged)
@@ -25,22 +25,34 @@ type pendingBlock struct {
 // trailing partial block is kept only when it ends the object. Blocks the
 // ring already holds are not rewritten.
 //
-// data is copied, except that ForReadAhead writes whole blocks whose
-// address suits O_DIRECT (a prefetch part's buffer) from data itself,
-// before Put returns; others go through a reused buffer, so a stream
-// allocates nothing per block.
+// data is copied, except that whole blocks whose address suits O_DIRECT
+// (a prefetch part's buffer) are written to the ring from data itself,
+// before Put returns, when they go to the ring alone (ForReadAhead) or to
+// a shared RAM tier, which copies them into its slots; others go through
+// a reused buffer, so a stream allocates nothing per block.
 func (c *Cache) Put(obj store.Object, index int64, data []byte, place Placement) {
-	c.put(obj, index*c.cfg.BlockSize, data, place)
+	c.put(obj, index*c.cfg.BlockSize, data, place, false)
 }
 
-func (c *Cache) put(obj store.Object, off int64, data []byte, place Placement) {
+// Keep is Put that may keep data itself as the RAM tier's copy of its
+// whole blocks (those whose address suits O_DIRECT, as a prefetch part's
+// buffer does) instead of copying them, and reports whether it did: the
+// caller then hands data over and never writes it again. A random reader's
+// block is otherwise copied once on its way into RAM.
+func (c *Cache) Keep(obj store.Object, index int64, data []byte, place Placement) (kept bool) {
+	return c.put(obj, index*c.cfg.BlockSize, data, place, true)
+}
+
+// put stores data at off; with handOver, RAM may keep data itself (Keep),
+// and kept says whether it did.
+func (c *Cache) put(obj store.Object, off int64, data []byte, place Placement, handOver bool) (kept bool) {
 	bs := c.cfg.BlockSize
 	if off < 0 || off >= obj.Size || len(data) == 0 {
-		return
+		return false
 	}
 	data = data[:min(int64(len(data)), obj.Size-off)]
 	if !c.enter() {
-		return
+		return false
 	}
 	defer c.leave()
 	r := c.liveRing()
@@ -49,7 +61,7 @@ func (c *Cache) put(obj store.Object, off int64, data []byte, place Placement) {
 	}
 	inMemory := place != ForReadAhead && c.ram != nil
 	if r == nil && !inMemory {
-		return
+		return false
 	}
 	// intoRoom: the RAM tier takes blocks into its free room alone,
 	// evicting nothing. ForOneShot has no other place. ForRandomRead with a
@@ -93,6 +105,11 @@ func (c *Cache) put(obj store.Object, off int64, data []byte, place Placement) {
 		}
 		var buf []byte
 		switch {
+		case toRAM && (handOver || c.ram.arena != nil) && directInto(chunk):
+			// Handed over (Keep), or copied by the arena into a slot of
+			// its own (memTier.set): no copy of ours is needed.
+			buf = chunk
+			kept = kept || c.ram.arena == nil
 		case toRAM:
 			buf = alignedBuffer(int(alignUp(int64(len(chunk)))))
 			copy(buf, chunk)
@@ -126,6 +143,7 @@ func (c *Cache) put(obj store.Object, off int64, data []byte, place Placement) {
 		}
 		c.ram.settle()
 	}
+	return kept
 }
 
 // writeRing stores blocks in consecutive ring slots where it can, the data

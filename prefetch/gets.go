@@ -7,6 +7,7 @@ import (
 	"io"
 	"time"
 
+	"github.com/shardfs/shardfs/cache"
 	"github.com/shardfs/shardfs/store"
 )
 
@@ -192,9 +193,18 @@ func (s *Scheduler) get(ctx context.Context, p *part) {
 	s.gets.sinkingBytes += p.size
 	s.mu.Unlock()
 
-	s.sink.Put(p.o.obj, (p.off+fromCache)/s.cfg.BlockSize, p.buf[fromCache:want], place)
+	index, data := (p.off+fromCache)/s.cfg.BlockSize, p.buf[fromCache:want]
+	var kept bool
+	if k, ok := s.sink.(keeper); ok && fromCache == 0 && place == cache.ForRandomRead {
+		// A random reader's blocks stay in RAM: the buffer itself can be
+		// that copy. Nothing writes a fetched part's buffer again.
+		kept = k.Keep(p.o.obj, index, data, place)
+	} else {
+		s.sink.Put(p.o.obj, index, data, place)
+	}
 
 	s.mu.Lock()
+	p.bufKept = kept
 	s.gets.sinking--
 	s.gets.sinkingBytes -= p.size
 	p.pins--

@@ -116,6 +116,7 @@ type part struct {
 	fromCache bool
 
 	buf     []byte
+	bufKept bool          // the cache kept buf as its RAM copy (keeper): never pooled
 	arrived arrival       // leading bytes of buf that are final, before done
 	done    chan struct{} // closed when err and buf are final
 	err     error
@@ -266,7 +267,9 @@ func (s *Scheduler) freeLocked(p *part) {
 	p.to(evFree)
 	if p.buf != nil {
 		s.budget.allocated -= p.size
-		s.budget.pool.put(p.buf)
+		if !p.bufKept { // a buffer the cache kept is its RAM copy now
+			s.budget.pool.put(p.buf)
+		}
 		s.budget.pool.trim(s.cfg.Memory - s.budget.allocated)
 		p.buf = nil
 	}

@@ -40,6 +40,13 @@ type Sink interface {
 	Put(obj store.Object, index int64, data []byte, place cache.Placement)
 }
 
+// keeper is a Sink that can take a part's buffer over as its copy of the
+// blocks instead of copying them (cache.Cache.Keep), and says whether it
+// did: the part then never returns that buffer to the pool.
+type keeper interface {
+	Keep(obj store.Object, index int64, data []byte, place cache.Placement) (kept bool)
+}
+
 // Cache is a Sink that can also say which blocks it holds and read them
 // back; cache.Cache satisfies it. When the Sink given to NewScheduler is a
 // Cache, reads are served from it and parts are read from it as source.go

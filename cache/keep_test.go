@@ -1,0 +1,47 @@
+package cache
+
+import (
+	"bytes"
+	"testing"
+)
+
+// TestKeepHandsAnAlignedBlockToTheHeapTier: Keep makes a whole block the
+// caller hands over the RAM tier's copy (served from the same memory, the
+// ring written from it too), copies a block that is not O_DIRECT-aligned
+// and says so, and an arena, which copies into its own slots, keeps
+// nothing of the caller's.
+func TestKeepHandsAnAlignedBlockToTheHeapTier(t *testing.T) {
+	heap := Config{MemorySize: 8 * testBlock, BlockSize: testBlock}
+	heapRing := ringConfig(t.TempDir(), 8)
+	heapRing.MemorySize = 8 * testBlock
+	for name, cfg := range map[string]Config{"heap tier": heap, "heap tier and ring": heapRing, "shared tier": sharedConfig(t, 8)} {
+		c := openCache(t, cfg)
+		o := newTestObject("keep/a.tar", 3*testBlock)
+		buf := alignedBuffer(int(testBlock))
+		copy(buf, o.data[:testBlock])
+		kept := c.Keep(o.obj, 0, buf, ForRandomRead)
+		c.ram.settle()
+		got, tier, ok := c.Get(o.obj, 0, InRAM)
+		if !ok || tier != InRAM || !bytes.Equal(got, o.data[:testBlock]) {
+			t.Fatalf("%s: block 0 after Keep: ok=%v tier=%v, right bytes=%v", name, ok, tier, ok && bytes.Equal(got, o.data[:testBlock]))
+		}
+		same := &got[0] == &buf[0]
+		if shared := c.SharesRAM(); kept == shared || same == shared {
+			t.Errorf("%s: Keep reported kept=%v, the tier serves the caller's buffer=%v; want both %v", name, kept, same, !shared)
+		}
+		if cfg.Dir != "" {
+			mustRead(t, c, o, 0, testBlock) // the ring's copy, written from the kept buffer
+		}
+
+		odd := make([]byte, testBlock+1)[1:] // not aligned: copied
+		copy(odd, o.data[testBlock:2*testBlock])
+		if c.Keep(o.obj, 1, odd, ForRandomRead) {
+			t.Errorf("%s: Keep kept a buffer whose address does not suit O_DIRECT", name)
+		}
+		c.ram.settle()
+		clear(odd)
+		if got, _, ok := c.Get(o.obj, 1, InRAM); !ok || !bytes.Equal(got, o.data[testBlock:2*testBlock]) {
+			t.Errorf("%s: block 1 changed with the caller's buffer after a Keep that copied it (ok=%v)", name, ok)
+		}
+	}
+}

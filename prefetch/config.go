@@ -50,7 +50,7 @@ type Config struct {
 
 	// SkipLaggingSink: read-ahead blocks are not handed to the Sink while
 	// the parts it has yet to take hold more than half the budget
-	// (gets.go, sinkLagsLocked), so a cache disk slower than the network
+	// (source.go, sinkLagsLocked), so a cache disk slower than the network
 	// never holds a stream to its pace. Readers that fill the cache
 	// (Reader.FillCache) turn it off while they are open.
 	SkipLaggingSink bool

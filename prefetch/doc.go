@@ -35,8 +35,10 @@
 // read ahead from the ring the same way (not from the RAM tier, which
 // serves them directly), so an open over a warm cache does not wait on the
 // disk either. Every fetched part goes to the Sink
-// (the cache) as it arrives; once its readers have consumed it the part is
-// freed. This package never stores
+// (the cache) as it arrives, except read-ahead while the Sink lags the
+// store (Config.SkipLaggingSink); once its readers have consumed it the
+// part is freed, its buffer pooled unless the cache kept it as its RAM
+// copy (a random reader's blocks). This package never stores
 // bytes beyond that, never talks to a backend except through Fetcher, and
 // never knows about FUSE.
 package prefetch

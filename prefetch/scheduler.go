@@ -34,7 +34,8 @@ type Fetcher interface {
 // Sink receives every fetched range (the cache), from block index on,
 // with the placement source.go chooses for it. len(data) is a multiple of
 // Config.BlockSize except for the last block of an object. The Sink must
-// copy what it keeps: data is reused once Put returns. It is called from
+// copy what it keeps: data is reused once Put returns (a keeper's Keep
+// aside, which may keep data itself). It is called from
 // the goroutine that ran the GET.
 type Sink interface {
 	Put(obj store.Object, index int64, data []byte, place cache.Placement)

@@ -75,13 +75,13 @@ func cacheConfigFrom(c *cli.Context) (cache.Config, error) {
 	return cfg, cfg.Validate()
 }
 
-// prefetchConfigFrom reads the read-ahead flags; blocks are the cache's.
 // The values of --cache-lag.
 const (
 	cacheLagSkip = "skip"
 	cacheLagWait = "wait"
 )
 
+// prefetchConfigFrom reads the read-ahead flags; blocks are the cache's.
 func prefetchConfigFrom(c *cli.Context, blockSize int64) (prefetch.Config, error) {
 	cfg := prefetch.DefaultConfig()
 	cfg.BlockSize = blockSize

@@ -141,6 +141,19 @@ func rssDetail(pid int) string {
 	return strings.Join(out, ", ")
 }
 
+// goroutineDump ends the daemon pid with SIGQUIT, which makes the Go
+// runtime write every goroutine's stack to its stderr, and returns the end
+// of what m captured: what a leak holds, for a failing run's log.
+func goroutineDump(pid int, m *fgMount) string {
+	_ = unix.Kill(pid, unix.SIGQUIT)
+	select {
+	case <-m.exited:
+	case <-time.After(10 * time.Second):
+	}
+	out := m.output.String()
+	return out[max(0, len(out)-256<<10):]
+}
+
 // daemonRSS is the resident memory of pid, in bytes.
 func daemonRSS(t *testing.T, pid int) int64 {
 	t.Helper()
@@ -278,7 +291,7 @@ func TestHostileClients(t *testing.T) {
 			// (speculative, evictable); pins are what a leak would hold.
 			t.Logf("read-ahead budget in use %v after, %v before", st["prefetch_budget_in_use_bytes"], before["prefetch_budget_in_use_bytes"])
 			if st["goroutines"] > before["goroutines"]+10 {
-				t.Errorf("%v goroutines after, %v before", st["goroutines"], before["goroutines"])
+				t.Fatalf("%v goroutines after, %v before; the daemon's stacks (SIGQUIT):\n%s", st["goroutines"], before["goroutines"], goroutineDump(pid, m))
 			}
 			switch rss := daemonRSS(t, pid); {
 			case os.Getenv("SHARDFS_TEST_RACE") == "1":

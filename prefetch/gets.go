@@ -7,7 +7,6 @@ import (
 	"io"
 	"time"
 
-	"github.com/shardfs/shardfs/cache"
 	"github.com/shardfs/shardfs/store"
 )
 
@@ -195,9 +194,10 @@ func (s *Scheduler) get(ctx context.Context, p *part) {
 
 	index, data := (p.off+fromCache)/s.cfg.BlockSize, p.buf[fromCache:want]
 	var kept bool
-	if k, ok := s.sink.(keeper); ok && fromCache == 0 && place == cache.ForRandomRead {
-		// A random reader's blocks stay in RAM: the buffer itself can be
-		// that copy. Nothing writes a fetched part's buffer again.
+	if k, ok := s.sink.(keeper); ok {
+		// The cache decides whether the buffer itself becomes its RAM
+		// copy (a random reader's blocks); nothing writes a fetched
+		// part's buffer again.
 		kept = k.Keep(p.o.obj, index, data, place)
 	} else {
 		s.sink.Put(p.o.obj, index, data, place)

@@ -9,7 +9,9 @@
 // block index, length, generation, and CRC32Cs of the data: one per 64 KiB
 // chunk of a 1 MiB block and one per 4 KiB grain, header.go) from which the
 // index is rebuilt at Open, so the cache survives unmount, crash and
-// reboot. Every read from the ring checks the CRCs of what it reads: a
+// reboot. The grain CRCs of a fetched part are made while its bytes arrive
+// (Summer, summer.go), by the goroutine that receives them; the ring
+// combines the chunk CRCs from them and sums only what came without. Every read from the ring checks the CRCs of what it reads: a
 // whole-block read the chunk CRCs, kept in memory; a small read the grains
 // it lies in, against the grain CRCs it reads back from the header (and
 // keeps, grainmemo.go, for the slot's next small reads); a block

@@ -83,11 +83,20 @@ func chunkSizeFor(blockSize int64) int64 {
 // sumBlock computes the chunk and grain CRCs of data (at most a block
 // whose grain is grain bytes), reading data once.
 func sumBlock(data []byte, grain int64) (chunks chunkSums, grains grainSums) {
-	full := shifterFor(grain) // the same for every grain but a short last one
 	for i := 0; int64(i)*grain < int64(len(data)); i++ {
 		lo := int64(i) * grain
-		hi := min(lo+grain, int64(len(data)))
-		grains[i] = checksum(data[lo:hi])
+		grains[i] = checksum(data[lo:min(lo+grain, int64(len(data)))])
+	}
+	return chunksOf(&grains, int64(len(data)), grain), grains
+}
+
+// chunksOf combines the chunk CRCs of a block of length bytes from the
+// CRCs of its grains, without reading the block.
+func chunksOf(grains *grainSums, length, grain int64) (chunks chunkSums) {
+	full := shifterFor(grain) // the same for every grain but a short last one
+	for i := 0; int64(i)*grain < length; i++ {
+		lo := int64(i) * grain
+		hi := min(lo+grain, length)
 		c := &chunks[i/grainsPerChunk]
 		switch {
 		case i%grainsPerChunk == 0:
@@ -98,7 +107,7 @@ func sumBlock(data []byte, grain int64) (chunks chunkSums, grains grainSums) {
 			*c = crcCombine(*c, grains[i], crcShift(hi-lo))
 		}
 	}
-	return chunks, grains
+	return chunks
 }
 
 // tableSum is the CRC32C of the grain CRCs as the header stores them: what

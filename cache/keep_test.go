@@ -19,7 +19,7 @@ func TestKeepHandsAnAlignedBlockToTheHeapTier(t *testing.T) {
 		o := newTestObject("keep/a.tar", 3*testBlock)
 		buf := alignedBuffer(int(testBlock))
 		copy(buf, o.data[:testBlock])
-		kept := c.Keep(o.obj, 0, buf, ForRandomRead)
+		kept := c.Keep(o.obj, 0, buf, Sums{}, ForRandomRead)
 		c.ram.settle()
 		got, tier, ok := c.Get(o.obj, 0, InRAM)
 		if !ok || tier != InRAM || !bytes.Equal(got, o.data[:testBlock]) {
@@ -35,7 +35,7 @@ func TestKeepHandsAnAlignedBlockToTheHeapTier(t *testing.T) {
 
 		odd := make([]byte, testBlock+1)[1:] // not aligned: copied
 		copy(odd, o.data[testBlock:2*testBlock])
-		if c.Keep(o.obj, 1, odd, ForRandomRead) {
+		if c.Keep(o.obj, 1, odd, Sums{}, ForRandomRead) {
 			t.Errorf("%s: Keep kept a buffer whose address does not suit O_DIRECT", name)
 		}
 		c.ram.settle()

@@ -16,6 +16,7 @@ type Stats struct {
 	RingBytesRead    uint64 // bytes read from the ring's disk: whole blocks, whatever the caller wanted of them
 	Puts             uint64 // whole blocks handed to Put
 	RingWrites       uint64 // blocks written into ring slots
+	RingPresummed    uint64 // of RingWrites, blocks whose CRCs a Summer made as their bytes arrived
 	Evictions        uint64 // valid ring blocks overwritten by the write head
 	ChecksumFailures uint64 // ring blocks dropped because their CRC32C did not match
 	RingBytes        int64  // bytes of valid blocks in the ring (occupancy)
@@ -37,6 +38,7 @@ type counters struct {
 	ringHits, ringMisses, ringBytesServed            atomic.Uint64
 	ringBytesRead                                    atomic.Uint64
 	puts, ringWrites, evictions, checksumFailures    atomic.Uint64
+	ringPresummed                                    atomic.Uint64
 	leases                                           atomic.Int64
 	wholeMade, wholeEvictions, wholeOpens            atomic.Uint64
 }
@@ -53,6 +55,7 @@ func (k *counters) snapshot() Stats {
 		RingBytesRead:    k.ringBytesRead.Load(),
 		Puts:             k.puts.Load(),
 		RingWrites:       k.ringWrites.Load(),
+		RingPresummed:    k.ringPresummed.Load(),
 		Evictions:        k.evictions.Load(),
 		ChecksumFailures: k.checksumFailures.Load(),
 		Leases:           k.leases.Load(),

@@ -12,6 +12,8 @@ type pendingBlock struct {
 	size  int64  // the block's real length
 	inRAM bool   // offered to the RAM tier, which keeps data
 	paged bool   // written to the ring through the page cache (ringFile.writePaged)
+	sums  Sums   // the grain CRCs of the run data came in, when summed as it arrived
+	at    int64  // where data starts in that run
 }
 
 // Put caches data, the bytes of obj from block index on, where place
@@ -31,21 +33,23 @@ type pendingBlock struct {
 // a shared RAM tier, which copies them into its slots; others go through
 // a reused buffer, so a stream allocates nothing per block.
 func (c *Cache) Put(obj store.Object, index int64, data []byte, place Placement) {
-	c.put(obj, index*c.cfg.BlockSize, data, place, false)
+	c.put(obj, index*c.cfg.BlockSize, data, Sums{}, place, false)
 }
 
 // Keep is Put that may keep data itself as the RAM tier's copy of its
 // whole blocks (those whose address suits O_DIRECT, as a prefetch part's
 // buffer does) instead of copying them, and reports whether it did: the
 // caller then hands data over and never writes it again. A random reader's
-// block is otherwise copied once on its way into RAM.
-func (c *Cache) Keep(obj store.Object, index int64, data []byte, place Placement) (kept bool) {
-	return c.put(obj, index*c.cfg.BlockSize, data, place, true)
+// block is otherwise copied once on its way into RAM. sums are data's grain
+// CRCs as a Summer computed them while it arrived (Summer.From), or none:
+// the ring then sums the blocks it writes itself.
+func (c *Cache) Keep(obj store.Object, index int64, data []byte, sums Sums, place Placement) (kept bool) {
+	return c.put(obj, index*c.cfg.BlockSize, data, sums, place, true)
 }
 
 // put stores data at off; with handOver, RAM may keep data itself (Keep),
 // and kept says whether it did.
-func (c *Cache) put(obj store.Object, off int64, data []byte, place Placement, handOver bool) (kept bool) {
+func (c *Cache) put(obj store.Object, off int64, data []byte, sums Sums, place Placement, handOver bool) (kept bool) {
 	bs := c.cfg.BlockSize
 	if off < 0 || off >= obj.Size || len(data) == 0 {
 		return false
@@ -129,6 +133,8 @@ func (c *Cache) put(obj store.Object, off int64, data []byte, place Placement, h
 			size:  int64(len(chunk)),
 			inRAM: toRAM,
 			paged: intoRoom && !toRAM,
+			sums:  sums,
+			at:    start,
 		})
 	}
 	c.stats.puts.Add(uint64(len(blocks)))
@@ -165,7 +171,13 @@ func (c *Cache) writeRing(r *ring, obj store.Object, blocks []pendingBlock) {
 			r.abort(n)
 			continue
 		}
-		chunks, grains := sumBlock(b.data[:b.size], r.grain())
+		grains, summed := b.sums.block(b.at, b.size, r.grain())
+		var chunks chunkSums
+		if summed {
+			chunks = chunksOf(&grains, b.size, r.grain())
+		} else {
+			chunks, grains = sumBlock(b.data[:b.size], r.grain())
+		}
 		h := slotHeader{
 			Generation: r.generation(n),
 			Index:      b.index,
@@ -191,5 +203,8 @@ func (c *Cache) writeRing(r *ring, obj store.Object, blocks []pendingBlock) {
 		}
 		r.commit(n, b.size, chunks, grains.tableSum())
 		c.stats.ringWrites.Add(1)
+		if summed {
+			c.stats.ringPresummed.Add(1)
+		}
 	}
 }

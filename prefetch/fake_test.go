@@ -62,6 +62,10 @@ type fakeFetcher struct {
 	started chan string
 	// fail, when set, may fail a GET.
 	fail func(obj store.Object, off int64) error
+	// report, when set, makes each GET fill its buffer in pieces of that
+	// many bytes and report each to the Progress in its ctx, as the S3
+	// backend does.
+	report int
 
 	mu          sync.Mutex
 	inFlight    int64
@@ -116,7 +120,16 @@ func (f *fakeFetcher) ReadRange(ctx context.Context, obj store.Object, off int64
 		return 0, store.ErrInvalidRange
 	}
 	n := int(max(min(int64(len(p)), obj.Size-off), 0))
-	fillPattern(p[:n], obj, off)
+	if f.report > 0 {
+		for done := 0; done < n; {
+			next := min(done+f.report, n)
+			fillPattern(p[done:next], obj, off+int64(done))
+			store.ReportProgress(ctx, next)
+			done = next
+		}
+	} else {
+		fillPattern(p[:n], obj, off)
+	}
 	if n < len(p) {
 		return n, io.EOF
 	}

@@ -198,7 +198,7 @@ func (s *Scheduler) get(ctx context.Context, p *part) {
 		// The cache decides whether the buffer itself becomes its RAM
 		// copy (a random reader's blocks); nothing writes a fetched
 		// part's buffer again.
-		kept = k.Keep(p.o.obj, index, data, place)
+		kept = k.Keep(p.o.obj, index, data, p.sums.From(fromCache), place)
 	} else {
 		s.sink.Put(p.o.obj, index, data, place)
 	}
@@ -258,7 +258,11 @@ func (s *Scheduler) readCached(p *part, want int64) int64 {
 // returns how many it got, or the error that ended the GET.
 func (s *Scheduler) fetchRest(ctx context.Context, p *part, from, want int64) (int, error) {
 	first := true
+	if k, ok := s.sink.(keeper); ok && p.sums == nil {
+		p.sums = k.Summer(p.size)
+	}
 	progress := store.WithProgress(ctx, func(n int) {
+		p.sums.Advance(p.buf[:p.end-p.off], from, from+int64(n)) // the part's end, not this GET's: a head ends mid-grain
 		p.arrived.set(from + int64(n))
 		if first && n > 0 {
 			first = false

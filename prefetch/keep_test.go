@@ -18,7 +18,9 @@ type keepingSink struct {
 	was  [][]byte // their bytes when handed over
 }
 
-func (k *keepingSink) Keep(obj store.Object, index int64, data []byte, place cache.Placement) bool {
+func (k *keepingSink) Summer(int64) *cache.Summer { return nil }
+
+func (k *keepingSink) Keep(obj store.Object, index int64, data []byte, _ cache.Sums, place cache.Placement) bool {
 	k.Put(obj, index, data, place)
 	k.mu.Lock()
 	defer k.mu.Unlock()

@@ -6,6 +6,7 @@ import (
 	"slices"
 	"time"
 
+	"github.com/shardfs/shardfs/cache"
 	"github.com/shardfs/shardfs/store"
 )
 
@@ -117,6 +118,7 @@ type part struct {
 
 	buf     []byte
 	bufKept bool          // the cache kept buf as its RAM copy (keeper): never pooled
+	sums    *cache.Summer // buf's checksums for the keeper, summed as bytes arrive; the GET's goroutine's
 	arrived arrival       // leading bytes of buf that are final, before done
 	done    chan struct{} // closed when err and buf are final
 	err     error

@@ -43,9 +43,12 @@ type Sink interface {
 
 // keeper is a Sink that can take a part's buffer over as its copy of the
 // blocks instead of copying them (cache.Cache.Keep), and says whether it
-// did: the part then never returns that buffer to the pool.
+// did: the part then never returns that buffer to the pool. It checks what
+// it writes by the sums a Summer of its own made while the part's bytes
+// arrived (Summer: nil when it has no use for them).
 type keeper interface {
-	Keep(obj store.Object, index int64, data []byte, place cache.Placement) (kept bool)
+	Keep(obj store.Object, index int64, data []byte, sums cache.Sums, place cache.Placement) (kept bool)
+	Summer(size int64) *cache.Summer
 }
 
 // Cache is a Sink that can also say which blocks it holds and read them

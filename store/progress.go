@@ -44,6 +44,12 @@ func progressOf(ctx context.Context) Progress {
 // network read.
 const progressStep = 32 << 10
 
+// readStep bounds one read of a body that reports progress: a report's
+// callee may read the bytes just copied (prefetch sums them for the cache),
+// and a read of several MiB waiting in a socket would push its first bytes
+// out of the CPU's caches before the report.
+const readStep = 256 << 10
+
 // readFullReporting is io.ReadFull that reports progress every
 // progressStep bytes and at the end.
 func readFullReporting(r io.Reader, p []byte, report Progress) (int, error) {
@@ -52,7 +58,7 @@ func readFullReporting(r io.Reader, p []byte, report Progress) (int, error) {
 	}
 	n, reported := 0, 0
 	for n < len(p) {
-		m, err := r.Read(p[n:])
+		m, err := r.Read(p[n:min(len(p), n+readStep)])
 		n += m
 		if n-reported >= progressStep || (n == len(p) && n > reported) {
 			report(n)

@@ -70,7 +70,7 @@ func TestKeepWritesTheArrivalSums(t *testing.T) {
 	c := openCache(t, ringConfig(t.TempDir(), 8))
 	s := c.Summer(o.obj.Size)
 	advanceInPieces(s, buf, 0, o.obj.Size)
-	c.Keep(o.obj, 1, buf[testBlock:], s.From(testBlock), ForReadAhead)
+	c.Keep(o.obj, 1, buf[testBlock:], s.From(testBlock), ForReadAhead, false)
 	if st := c.Stats(); st.RingWrites != 3 || st.RingPresummed != 3 {
 		t.Fatalf("ring writes %d, of them with the arrival sums %d; want 3 and 3", st.RingWrites, st.RingPresummed)
 	}
@@ -80,7 +80,7 @@ func TestKeepWritesTheArrivalSums(t *testing.T) {
 	wrong := c.Summer(o.obj.Size)
 	advanceInPieces(wrong, other.data, 0, o.obj.Size)
 	c2 := openCache(t, ringConfig(t.TempDir(), 8))
-	c2.Keep(o.obj, 0, buf, wrong.From(0), ForReadAhead)
+	c2.Keep(o.obj, 0, buf, wrong.From(0), ForReadAhead, false)
 	p := make([]byte, testBlock)
 	if _, ok := c2.ReadAt(o.obj, p, 0, ForReadAhead); ok {
 		t.Fatal("a block written under sums of other bytes was served")

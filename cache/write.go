@@ -36,15 +36,17 @@ func (c *Cache) Put(obj store.Object, index int64, data []byte, place Placement)
 	c.put(obj, index*c.cfg.BlockSize, data, Sums{}, place, false)
 }
 
-// Keep is Put that may keep data itself as the RAM tier's copy of its
-// whole blocks (those whose address suits O_DIRECT, as a prefetch part's
-// buffer does) instead of copying them, and reports whether it did: the
-// caller then hands data over and never writes it again. A random reader's
-// block is otherwise copied once on its way into RAM. sums are data's grain
-// CRCs as a Summer computed them while it arrived (Summer.From), or none:
-// the ring then sums the blocks it writes itself.
-func (c *Cache) Keep(obj store.Object, index int64, data []byte, sums Sums, place Placement) (kept bool) {
-	return c.put(obj, index*c.cfg.BlockSize, data, sums, place, true)
+// Keep is Put with the grain CRCs a Summer made of data while it arrived
+// (Summer.From; none: the ring sums the blocks it writes itself). With
+// own, data is one block and the whole of a buffer the caller gives up:
+// the RAM tier may then keep data itself as its copy instead of copying it
+// (when its address suits O_DIRECT, as a prefetch part's buffer's does),
+// and kept says whether it did; the caller then never writes or reuses it.
+// Only a one-block buffer is kept: a RAM entry that held a block of a
+// bigger buffer would hold all of it alive, unaccounted, until its last
+// block left the tier.
+func (c *Cache) Keep(obj store.Object, index int64, data []byte, sums Sums, place Placement, own bool) (kept bool) {
+	return c.put(obj, index*c.cfg.BlockSize, data, sums, place, own && int64(len(data)) <= c.cfg.BlockSize)
 }
 
 // put stores data at off; with handOver, RAM may keep data itself (Keep),

@@ -195,10 +195,11 @@ func (s *Scheduler) get(ctx context.Context, p *part) {
 	index, data := (p.off+fromCache)/s.cfg.BlockSize, p.buf[fromCache:want]
 	var kept bool
 	if k, ok := s.sink.(keeper); ok {
-		// The cache decides whether the buffer itself becomes its RAM
-		// copy (a random reader's blocks); nothing writes a fetched
-		// part's buffer again.
-		kept = k.Keep(p.o.obj, index, data, p.sums.From(fromCache), place)
+		// The cache decides whether a one-block buffer itself becomes
+		// its RAM copy (a random reader's block); nothing writes a
+		// fetched part's buffer again.
+		own := fromCache == 0 && int64(len(p.buf)) <= s.cfg.BlockSize
+		kept = k.Keep(p.o.obj, index, data, p.sums.From(fromCache), place, own)
 	} else {
 		s.sink.Put(p.o.obj, index, data, place)
 	}

@@ -9,21 +9,36 @@ import (
 	"github.com/shardfs/shardfs/store"
 )
 
-// keepingSink keeps every buffer Keep is offered, as the cache's RAM tier
-// does, and remembers what each held then.
+// keepingSink keeps every buffer Keep is offered to own, as the cache's
+// RAM tier does, and remembers what each held then, and the longest data
+// offered to own.
 type keepingSink struct {
 	*recordingSink
-	mu   sync.Mutex
-	kept [][]byte // the buffers handed over
-	was  [][]byte // their bytes when handed over
+	mu       sync.Mutex
+	kept     [][]byte // the buffers handed over
+	was      [][]byte // their bytes when handed over
+	ownedMax int      // the longest data offered with own
+	notOwned int      // Keep calls without own
+}
+
+// newKeepingScheduler is a scheduler of cfg over a fake store whose Sink
+// is a keepingSink.
+func newKeepingScheduler(t *testing.T, cfg Config) (*keepingSink, *Scheduler) {
+	sink := &keepingSink{recordingSink: newRecordingSink(t, cfg.BlockSize)}
+	return sink, newTestScheduler(t, cfg, &fakeFetcher{}, sink)
 }
 
 func (k *keepingSink) Summer(int64) *cache.Summer { return nil }
 
-func (k *keepingSink) Keep(obj store.Object, index int64, data []byte, _ cache.Sums, place cache.Placement) bool {
+func (k *keepingSink) Keep(obj store.Object, index int64, data []byte, _ cache.Sums, place cache.Placement, own bool) bool {
 	k.Put(obj, index, data, place)
 	k.mu.Lock()
 	defer k.mu.Unlock()
+	if !own {
+		k.notOwned++
+		return false
+	}
+	k.ownedMax = max(k.ownedMax, len(data))
 	k.kept = append(k.kept, data)
 	k.was = append(k.was, bytes.Clone(data))
 	return true
@@ -34,10 +49,8 @@ func (k *keepingSink) Keep(obj store.Object, index int64, data []byte, _ cache.S
 // after other objects are read through the same budget, every kept buffer
 // still holds the bytes it was handed over with.
 func TestAKeptBufferIsNeverReused(t *testing.T) {
-	ctx := testContext(t)
-	cfg := smallConfig()
-	sink := &keepingSink{recordingSink: newRecordingSink(t, cfg.BlockSize)}
-	s := newTestScheduler(t, cfg, &fakeFetcher{}, sink)
+	ctx, cfg := testContext(t), smallConfig()
+	sink, s := newKeepingScheduler(t, cfg)
 	rnd := fakeObject("random", 64*cfg.BlockSize)
 	rt := s.Open(rnd)
 	buf := make([]byte, 512)
@@ -63,5 +76,37 @@ func TestAKeptBufferIsNeverReused(t *testing.T) {
 		if !bytes.Equal(b, sink.was[i]) {
 			t.Fatalf("kept buffer %d of %d was written after it was handed over", i, len(sink.kept))
 		}
+	}
+}
+
+// TestOnlyOneBlockBuffersAreHandedOver: a part of several blocks (here
+// read-ahead) is offered to the cache without its buffer: a RAM entry for
+// one of its blocks would keep the whole buffer alive, uncounted, until
+// the last of them left the tier. One-block parts (a random reader's) are
+// handed over.
+func TestOnlyOneBlockBuffersAreHandedOver(t *testing.T) {
+	ctx, cfg := testContext(t), smallConfig()
+	sink, s := newKeepingScheduler(t, cfg)
+	seq := fakeObject("seq.tar", 40*cfg.BlockSize)
+	st := s.Open(seq)
+	readAll(ctx, t, st, seq, int(cfg.BlockSize))
+	st.Close()
+	random := fakeObject("random.tar", 64*cfg.BlockSize)
+	r := s.OpenReader(random, false)
+	buf := make([]byte, 512)
+	for _, b := range []int64{40, 3, 27, 11, 59} {
+		if _, _, err := r.ReadAt(ctx, buf, b*cfg.BlockSize+100); err != nil {
+			t.Fatal(err)
+		}
+	}
+	r.Close()
+	s.Close()
+	sink.mu.Lock()
+	defer sink.mu.Unlock()
+	if int64(sink.ownedMax) > cfg.BlockSize {
+		t.Errorf("a buffer of %d bytes was offered to own; a block is %d", sink.ownedMax, cfg.BlockSize)
+	}
+	if sink.notOwned == 0 || len(sink.kept) == 0 {
+		t.Errorf("Keep offered %d buffers to own and %d parts without; the test wants both kinds", len(sink.kept), sink.notOwned)
 	}
 }

@@ -41,13 +41,13 @@ type Sink interface {
 	Put(obj store.Object, index int64, data []byte, place cache.Placement)
 }
 
-// keeper is a Sink that can take a part's buffer over as its copy of the
-// blocks instead of copying them (cache.Cache.Keep), and says whether it
-// did: the part then never returns that buffer to the pool. It checks what
-// it writes by the sums a Summer of its own made while the part's bytes
-// arrived (Summer: nil when it has no use for them).
+// keeper is a Sink that can take a one-block part's buffer over as its
+// copy of the block instead of copying it (cache.Cache.Keep, own), and
+// says whether it did: the part then never returns that buffer to the
+// pool. It checks what it writes by the sums a Summer of its own made
+// while the part's bytes arrived (Summer: nil when it has no use for them).
 type keeper interface {
-	Keep(obj store.Object, index int64, data []byte, sums cache.Sums, place cache.Placement) (kept bool)
+	Keep(obj store.Object, index int64, data []byte, sums cache.Sums, place cache.Placement, own bool) (kept bool)
 	Summer(size int64) *cache.Summer
 }
 

@@ -11,8 +11,9 @@
 // index is rebuilt at Open, so the cache survives unmount, crash and
 // reboot. The grain CRCs of a fetched part are made while its bytes arrive
 // (Summer, summer.go), by the goroutine that receives them; the ring
-// combines the chunk CRCs from them and sums only what came without. Every read from the ring checks the CRCs of what it reads: a
-// whole-block read the chunk CRCs, kept in memory; a small read the grains
+// combines the chunk CRCs from them and sums only what came without.
+// Every read from the ring checks the CRCs of what it reads: a whole-block
+// read the chunk CRCs, kept in memory; a small read the grains
 // it lies in, against the grain CRCs it reads back from the header (and
 // keeps, grainmemo.go, for the slot's next small reads); a block
 // that fails is dropped and reported as a miss so the caller refetches it. The RAM tier is a hint and

@@ -8,10 +8,12 @@ package cache
 // summing it from memory (docs/BENCHMARKS.md).
 //
 // A Summer belongs to one buffer whose offset 0 is a block boundary, and to
-// the goroutine that fills it: Advance and Sums are not safe for concurrent
-// use. The sums are a hint that Keep checks nothing of beyond their length
-// and grain; whoever advances a Summer over bytes promises that they will
-// not change.
+// the goroutine that fills it: Advance and From are not safe for concurrent
+// use. Keep trusts the sums it is given (it checks only that they cover the
+// block, at the ring's grain): whoever advances a Summer over bytes
+// promises that they will not change. Sums that do not match the bytes
+// cost the block, never a wrong byte: a read checks every block it reads
+// from the ring.
 type Summer struct {
 	grain   int64
 	started bool

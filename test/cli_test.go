@@ -111,10 +111,40 @@ func TestMountHelp(t *testing.T) {
 }
 
 func TestVersion(t *testing.T) {
-	r := runShardfs(e2e.env(), time.Minute, "version")
 	// "shardfs v1.2.3 go1.26.1", "shardfs (devel) (0123456789ab) go1.26.1"
-	if r.err != nil || r.code != 0 || !regexp.MustCompile(`^shardfs \S+( \([0-9a-f]{12}\))? go1\.\d+\S*\n$`).MatchString(r.stdout) {
-		t.Errorf("shardfs version: exit %d, %v, stdout %q", r.code, r.err, r.stdout)
+	want := regexp.MustCompile(`^shardfs \S+( \([0-9a-f]{12}\))? go1\.\d+\S*\n$`)
+	var first string
+	for _, arg := range []string{"version", "--version", "-v"} {
+		r := runShardfs(e2e.env(), time.Minute, arg)
+		if r.err != nil || r.code != 0 || !want.MatchString(r.stdout) {
+			t.Errorf("shardfs %s: exit %d, %v, stdout %q", arg, r.code, r.err, r.stdout)
+		}
+		if first == "" {
+			first = r.stdout
+		} else if r.stdout != first {
+			t.Errorf("shardfs %s printed %q, shardfs version %q", arg, r.stdout, first)
+		}
+	}
+}
+
+// TestUsageErrorNamesItsHelp: a mistake on the command line is one line
+// that points at the help explaining it: the program's before any command,
+// the command's after one.
+func TestUsageErrorNamesItsHelp(t *testing.T) {
+	for _, c := range []struct {
+		args []string
+		help string
+	}{
+		{[]string{"--no-such-flag"}, "(see 'shardfs --help')"},
+		{[]string{"ls", "--no-such-flag"}, "(see 'shardfs ls --help')"},
+		{[]string{"cache", "verify", "--no-such-flag"}, "(see 'shardfs cache verify --help')"},
+	} {
+		r := runShardfs(e2e.env(), time.Minute, c.args...)
+		line := strings.TrimSuffix(r.stderr, "\n")
+		if r.code != 2 || strings.Contains(line, "\n") || !strings.HasSuffix(line, c.help) {
+			t.Errorf("shardfs %s: exit %d, stderr %q; want exit 2 and one line ending %q",
+				strings.Join(c.args, " "), r.code, r.stderr, c.help)
+		}
 	}
 }
 

@@ -16,6 +16,7 @@ import (
 )
 
 func main() {
+	cli.VersionPrinter = printVersion
 	app := newApp()
 	args, err := commandLine(app)
 	if err == nil {
@@ -35,8 +36,9 @@ func main() {
 
 func newApp() *cli.App {
 	return &cli.App{
-		Name:  "shardfs",
-		Usage: "mount object-store shards as a fast read-only directory for training loaders",
+		Name:    "shardfs",
+		Version: buildVersion(), // --version, -v: as mount-s3 and gcsfuse answer it
+		Usage:   "mount object-store shards as a fast read-only directory for training loaders",
 		Description: "SOURCE is s3://bucket[/prefix] (AWS S3, MinIO, Ceph RGW, anything that speaks S3) or a local/NFS directory.\n" +
 			"Flags may come before or after the positional arguments; every flag can also be set with the\n" +
 			"SHARDFS_* environment variable shown in its help. AWS credentials come from the standard chain.",
@@ -59,9 +61,19 @@ func newApp() *cli.App {
 	}
 }
 
-// usageError keeps usage mistakes to one line instead of a help page.
-func usageError(c *cli.Context, err error, isSubcommand bool) error {
-	return cli.Exit(fmt.Sprintf("%v (see 'shardfs %s --help')", err, c.Command.Name), 2)
+// usageError keeps usage mistakes to one line instead of a help page, and
+// names the help that explains them: the program's for a mistake before
+// any command, else the command's, with the commands above it ("shardfs
+// cache verify --help"). The program itself is the root of the lineage.
+func usageError(c *cli.Context, err error, _ bool) error {
+	help := []string{"--help"}
+	for _, l := range c.Lineage() {
+		if l.Command == nil || l.Command.Name == "" || l.Command.Name == c.App.Name {
+			continue
+		}
+		help = append([]string{l.Command.Name}, help...)
+	}
+	return cli.Exit(fmt.Sprintf("%v (see 'shardfs %s')", err, strings.Join(help, " ")), 2)
 }
 
 // positional checks the count of positional arguments.

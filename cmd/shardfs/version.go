@@ -13,10 +13,16 @@ func versionCommand() *cli.Command {
 		Usage:        "print the version and build",
 		OnUsageError: usageError,
 		Action: func(c *cli.Context) error {
-			fmt.Fprintln(c.App.Writer, "shardfs", buildVersion())
+			printVersion(c)
 			return nil
 		},
 	}
+}
+
+// printVersion is what both `shardfs version` and `shardfs --version`
+// print: "shardfs VERSION GO".
+func printVersion(c *cli.Context) {
+	fmt.Fprintln(c.App.Writer, "shardfs", buildVersion())
 }
 
 // buildVersion is the module version, or the VCS revision of a local build.

@@ -18,7 +18,7 @@
 #   scripts/bench_fio.sh [--size SIZE] [--bs LIST] [--jobs LIST] [--systems LIST] [--rounds N] [--runtime S] [--out DIR]
 #
 # Defaults: --size 2GiB --bs 4k,256k --jobs 1,4 --rounds 1 --runtime 60
-# --systems shardfs,shardfs-ring,s3fs,rclone (shardfs-ring-direct on request).
+# --systems shardfs,shardfs-ring,shardfs-ring-direct,s3fs,rclone.
 # Needs root (page-cache drops, mounts), fio, s3fs and rclone
 # (scripts/install-deps.sh). Results: RESULT lines in OUT/results.txt and a
 # table in OUT/table.md (OUT defaults to .work/bench-fio). Wrap the run in
@@ -30,7 +30,7 @@ source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
 cd "$SHARDFS_ROOT"
 
 SIZE=2GiB BS_LIST=4k,256k JOBS_LIST=1,4 ROUNDS=1 RUNTIME=60 OUT=$WORK_DIR/bench-fio
-SYSTEMS_LIST=shardfs,shardfs-ring,s3fs,rclone
+SYSTEMS_LIST=shardfs,shardfs-ring,shardfs-ring-direct,s3fs,rclone
 while [ $# -gt 0 ]; do
 	case $1 in
 	--size) SIZE=$2; shift ;;

@@ -11,9 +11,9 @@
 # (--vfs-cache-mode off). The systems take turns within each setting, in a different
 # order each round. Per run: MiB/s (fio's aggregate), the bytes MinIO sent
 # (its node minio_s3_traffic_sent_bytes counter, so every system is counted the
-# same way) and the daemon's CPU seconds (/proc/PID/stat). A run stops after
-# --runtime seconds even if the pass is not done; fio's figure is then
-# the rate over what it read.
+# same way), the daemon's CPU seconds (/proc/PID/stat) and its peak RSS
+# (VmHWM). A run stops after --runtime seconds even if the pass is not
+# done; fio's figure is then the rate over what it read.
 #
 #   scripts/bench_fio.sh [--size SIZE] [--bs LIST] [--jobs LIST] [--systems LIST] [--rounds N] [--runtime S] [--out DIR]
 #
@@ -129,18 +129,19 @@ measure() { # SYSTEM BS JOBS
 	fio --name=randread --filename="$MNT/$KEY" --rw=randread --bs="$bs" --numjobs="$jobs" \
 		--size="$slice" --offset_increment="$slice" --ioengine=psync --invalidate=0 \
 		--runtime="$RUNTIME" --group_reporting --output-format=json --output="$json" >/dev/null
-	local cpu
+	local cpu rss
 	cpu=$(cpu_seconds "$DAEMON_PID")
+	rss=$(awk '/^VmHWM:/ {printf "%.0f", $2 / 1024}' "/proc/$DAEMON_PID/status")
 	stop_daemon "$MNT"
 	read_sent
 	after=$SENT
-	"$SYS_PYTHON" - "$json" "$system" "$bs" "$jobs" "$((after - before))" "$cpu" "$(cut -d' ' -f1 /proc/loadavg)" <<-'PY' | tee -a "$RES" >&2
+	"$SYS_PYTHON" - "$json" "$system" "$bs" "$jobs" "$((after - before))" "$cpu" "$rss" "$(cut -d' ' -f1 /proc/loadavg)" <<-'PY' | tee -a "$RES" >&2
 		import json, sys
-		path, system, bs, jobs, store, cpu, load = sys.argv[1:]
+		path, system, bs, jobs, store, cpu, rss, load = sys.argv[1:]
 		read = json.load(open(path))["jobs"][0]["read"]
 		print(f"RESULT system={system} bs={bs} jobs={jobs} mibps={read['bw_bytes'] / 2**20:.1f}"
 		      f" iops={read['iops']:.0f} bytes={read['io_bytes']} seconds={read['runtime'] / 1000:.1f}"
-		      f" store_bytes={store} cpu_s={cpu} load={load}")
+		      f" store_bytes={store} cpu_s={cpu} peak_rss_mib={rss} load={load}")
 	PY
 }
 
@@ -170,8 +171,8 @@ def med(runs, key):
     return statistics.median(float(r[key]) for r in runs)
 print("| bs | jobs | " + " | ".join(f"{s} MiB/s (every round)" for s in systems)
       + " | best shardfs/s3fs | best shardfs/rclone | " + " | ".join(f"{s} store bytes / object" for s in systems)
-      + " | " + " | ".join(f"{s} CPU-s/GB" for s in systems) + " |")
-print("|" + "---|" * (2 + 3 * len(systems) + 2))
+      + " | " + " | ".join(f"{s} CPU-s/GB" for s in systems) + " | " + " | ".join(f"{s} peak RSS MiB" for s in systems) + " |")
+print("|" + "---|" * (2 + 4 * len(systems) + 2))
 for bs, jobs in sorted({(k[0], k[1]) for k in rows}, key=lambda k: (len(k[0]), k[0], k[1])):
     cells = []
     for s in systems:
@@ -185,9 +186,10 @@ for bs, jobs in sorted({(k[0], k[1]) for k in rows}, key=lambda k: (len(k[0]), k
         runs = rows[(bs, jobs, s)]
         gb = med(runs, "bytes") / 1e9
         cpu.append(f"{med(runs, 'cpu_s') / gb:.2f}" if gb else "-")
+    rss = [f"{med(rows[(bs, jobs, s)], 'peak_rss_mib'):.0f}" if all("peak_rss_mib" in r for r in rows[(bs, jobs, s)]) else "-" for s in systems]
     best = max(mb.get(s, 0) for s in shardfs_systems)
     print(f"| {bs} | {jobs} | " + " | ".join(cells) + f" | {ratio(best, mb.get('s3fs', 0))} | {ratio(best, mb.get('rclone', 0))} | "
-          + " | ".join(store) + " | " + " | ".join(cpu) + " |")
+          + " | ".join(store) + " | " + " | ".join(cpu) + " | " + " | ".join(rss) + " |")
 PY
 cat "$OUT/table.md"
 log "results in $RES"

@@ -2,8 +2,13 @@ package cache
 
 import "sync/atomic"
 
-// Stats is a snapshot of the cache's counters. Hits and misses count blocks;
-// bytes count what was copied to callers.
+// Stats is a snapshot of the cache's counters. Hits and misses count blocks.
+// Bytes served count what callers were handed: the length copied, for the
+// reads that copy (ReadAt, ReadRAM, ReadChunks), and the whole block
+// for Get, whose caller keeps the block and may read only part of it (a
+// handle's later reads of that block then come from the block it kept and
+// count nothing here). Bytes delivered to readers are the read path's
+// count, not these.
 type Stats struct {
 	RAMHits          uint64
 	RAMMisses        uint64

@@ -36,10 +36,10 @@ func statsOf[S any](snapshot func() S) func(field func(S) float64) func() float6
 func registerCacheMetrics(m *metrics.Metrics, c *cache.Cache) {
 	stat := statsOf(c.Stats)
 	m.CounterFunc("shardfs_cache_ram_hits_total", "Reads served by the RAM tier.", stat(func(s cache.Stats) float64 { return float64(s.RAMHits) }))
-	m.CounterFunc("shardfs_cache_ram_served_bytes_total", "Bytes served by the RAM tier.", stat(func(s cache.Stats) float64 { return float64(s.RAMBytesServed) }))
+	m.CounterFunc("shardfs_cache_ram_served_bytes_total", "Bytes the RAM tier handed to reads: the length copied, or a whole block to a read that keeps it (shardfs_read_bytes_total counts what readers got).", stat(func(s cache.Stats) float64 { return float64(s.RAMBytesServed) }))
 	m.CounterFunc("shardfs_cache_ring_hits_total", "Reads served by the NVMe ring.", stat(func(s cache.Stats) float64 { return float64(s.RingHits) }))
 	m.CounterFunc("shardfs_cache_ring_misses_total", "Reads the NVMe ring could not serve.", stat(func(s cache.Stats) float64 { return float64(s.RingMisses) }))
-	m.CounterFunc("shardfs_cache_ring_served_bytes_total", "Bytes served by the NVMe ring.", stat(func(s cache.Stats) float64 { return float64(s.RingBytesServed) }))
+	m.CounterFunc("shardfs_cache_ring_served_bytes_total", "Bytes the NVMe ring handed to reads: the length copied, or a whole block to a read that keeps it (shardfs_read_bytes_total counts what readers got).", stat(func(s cache.Stats) float64 { return float64(s.RingBytesServed) }))
 	m.CounterFunc("shardfs_cache_ring_read_bytes_total", "Bytes read from the NVMe ring's disk: whole blocks, read and checked, whatever part of them a reader wanted.", stat(func(s cache.Stats) float64 { return float64(s.RingBytesRead) }))
 	m.GaugeFunc("shardfs_cache_ring_read_per_delivered_byte", "shardfs_cache_ring_read_bytes_total per byte of shardfs_read_bytes_total: 1 when each block read from the ring is delivered once, far more when small reads each read a whole block.", stat(func(s cache.Stats) float64 {
 		if d := m.DeliveredBytes(); d > 0 {

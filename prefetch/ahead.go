@@ -9,8 +9,9 @@ import "github.com/shardfs/shardfs/store"
 // read's length, whether served here or elsewhere.
 func (s *Scheduler) applyLocked(st *Stream, plan Plan, asked int64, read Range) {
 	s.readArrivedLocked(st.o)
-	if !plan.Sequential {
-		s.noteRandomLocked(st.o, plan.Need, asked)
+	need := plan.Need
+	if !plan.Sequential && s.noteRandomLocked(st.o, plan.Need, asked) {
+		need = s.denseNeed(st.o, need)
 	}
 	for p := range st.held {
 		if p.end <= plan.Keep.Start || p.off >= plan.Keep.End {
@@ -18,7 +19,7 @@ func (s *Scheduler) applyLocked(st *Stream, plan Plan, asked int64, read Range) 
 		}
 	}
 	if !read.Empty() {
-		s.coverLocked(st, plan.Need, read, plan.Sequential, s.affordLocked)
+		s.coverLocked(st, need, read, plan.Sequential, s.affordLocked)
 	}
 	if s.scheduledLocked(st.o) {
 		// The loader's schedule says what it reads next: bytes past this
@@ -160,23 +161,30 @@ func (s *Scheduler) prefetchStartLocked(obj store.Object, want int64, kind specK
 	return true
 }
 
+// denseInFlight bounds the background parts of dense objects out at once,
+// in parts of PartSize (128 MiB at the defaults): enough GETs to fill a
+// link whose connections are slow (16 x 50 MB/s through Toxiproxy), few
+// enough that a read seldom lands on a block behind a part's front.
+const denseInFlight = 16
+
 // pumpDenseLocked makes the parts of objects read densely (source.go,
-// noteRandomLocked), one block per GET in order, while they take at most
-// half the budget and no read waits for budget: reads come first, and the
-// rest of the budget stays with streams. Blocks the RAM tier holds are left
-// out; blocks in the ring are read from there into RAM.
+// noteRandomLocked), in order, a PartSize part per GET, while at most
+// denseInFlight parts' worth of bytes are out, they take at most half the
+// budget, and no read waits for budget: reads come first, and the rest of
+// the budget stays with streams. Blocks the RAM tier holds are left out;
+// blocks in the ring are read from there into RAM.
 //
-// One block, not PartSize: the reads of a dense object land anywhere, and
-// a read of a block still on its way waits for the bytes before it in its
-// part to arrive. With parts of S bytes at T bytes/s a connection, such a
-// read waits about S/2/T, and the pass moves Concurrency x T either way;
-// with one-block parts it waits at most a block's time, and the budget the
-// parts hold is freed a block at a time. The extra GETs cost less than
-// the waits: faster in 6 of 8 interleaved fio pairs and level in a
-// seventh, and cheaper in daemon CPU in 7 (docs/BENCHMARKS.md, run 8).
+// Few long GETs, not many short ones: the store spends most of its CPU
+// per request, not per byte. MinIO on a 2-core box served 2 GiB in 1 MiB
+// GETs with 2.9-3.3 CPU-seconds and in 8 MiB GETs with 1.4, and the
+// client's side halved as well (docs/BENCHMARKS.md, run 16). A read of a
+// block still on its way waits for the bytes before it in its part; with
+// few parts out, most reads that miss land on blocks no part covers yet
+// and get a GET of their own that starts at their block (denseNeed).
 func (s *Scheduler) pumpDenseLocked() {
 	afford := func(size int64) bool {
-		return s.budget.waiting == 0 && s.affordLocked(size) && s.budget.denseInUse+size <= s.cfg.Memory/2
+		limit := min(s.cfg.Memory/2, denseInFlight*s.cfg.PartSize)
+		return s.budget.waiting == 0 && s.affordLocked(size) && s.budget.denseInUse+size <= limit
 	}
 	for len(s.registry.dense) > 0 && !s.closed {
 		d := &s.registry.dense[0]
@@ -186,7 +194,7 @@ func (s *Scheduler) pumpDenseLocked() {
 				d.next = p.end
 				continue
 			}
-			gap, cached := s.partSource(o.obj, s.gapLocked(o, d.next, d.next+s.cfg.BlockSize), true)
+			gap, cached := s.partSource(o.obj, s.gapLocked(o, d.next, d.next+s.cfg.PartSize), true)
 			if gap.Empty() {
 				d.next = gap.End + s.cfg.BlockSize
 				continue

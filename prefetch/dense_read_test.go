@@ -3,9 +3,11 @@ package prefetch
 import (
 	"bytes"
 	"context"
+	"fmt"
 	"math/rand/v2"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/shardfs/shardfs/cache"
 	"github.com/shardfs/shardfs/store"
@@ -32,9 +34,9 @@ func TestSparseRandomReadsOfALargeShardStayCheap(t *testing.T) {
 
 // A shuffled map-style pass over a shard small next to the budget (one
 // pread per ~100 KiB sample, four workers, a handle per sample) turns
-// dense: the rest of the shard comes in the background, one block per GET
-// (a sample's read waits for its block, not for a part before it), each
-// store byte is fetched about once, and every sample's bytes are right.
+// dense: the rest of the shard comes in the background in PartSize GETs
+// (the store's cost is per request), each store byte is fetched about
+// once, and every sample's bytes are right.
 func TestShuffledPassOverASmallShardStreamsIt(t *testing.T) {
 	const bs = 1 << 20
 	cfg := DefaultConfig()
@@ -86,11 +88,13 @@ func TestShuffledPassOverASmallShardStreamsIt(t *testing.T) {
 	if limit := obj.Size + obj.Size/20; asked > limit {
 		t.Errorf("the pass asked the store for %d bytes, more than 1.05 x the shard (%d)", asked, limit)
 	}
-	if blocks := (obj.Size + bs - 1) / bs; gets > blocks+4 {
-		t.Errorf("the pass took %d GETs for %d blocks; want each block fetched about once", gets, blocks)
+	// Before the switch, a read or two fetch their own blocks; after it,
+	// reads that land on blocks no part covers yet may too.
+	if parts := (obj.Size + cfg.PartSize - 1) / cfg.PartSize; gets > parts+8 {
+		t.Errorf("the pass took %d GETs for a shard of %d parts; want the rest of a dense shard fetched a part (%d bytes) per GET", gets, parts, cfg.PartSize)
 	}
-	if ask := f.maxAsk.Load(); ask > bs {
-		t.Errorf("a GET asked for %d bytes; the rest of a dense shard comes a block (%d) per GET", ask, bs)
+	if ask := f.maxAsk.Load(); ask > cfg.PartSize {
+		t.Errorf("a GET asked for %d bytes, more than a part (%d)", ask, cfg.PartSize)
 	}
 }
 
@@ -259,4 +263,97 @@ func TestOneSampleReadOverAndOverStaysSparse(t *testing.T) {
 	if st := settledStats(t, s); st.DenseObjects != 0 {
 		t.Errorf("DenseObjects = %d; one sample read 99 times and one other read are sparse", st.DenseObjects)
 	}
+}
+
+// The background parts of a dense object start while a read waits for the
+// first bytes of its own GET: they are what the next reads find, and held
+// back behind every read that missed they would start only in the gaps
+// between misses.
+func TestDensePartsStartWhileAReadWaits(t *testing.T) {
+	const bs = 1 << 20
+	cfg := DefaultConfig()
+	cfg.PartSize = bs // denseInFlight parts cover the first 16 blocks
+	c := newRingCache(t, bs, 256*bs)
+	obj := fakeObject("dense.tar", 64*bs)
+	held, later := int64(40*bs), int64(32*bs)
+	f := &fakeFetcher{
+		hold:    make(chan struct{}),
+		holdIf:  func(_ store.Object, off int64) bool { return off == held },
+		started: make(chan string, 1024),
+	}
+	s := newTestScheduler(t, cfg, f, c)
+	r := s.OpenReader(obj, false)
+	defer r.Close()
+	buf := make([]byte, 4096)
+	if _, _, err := r.ReadAt(testContext(t), buf, 10*bs); err != nil {
+		t.Fatalf("first read: %v", err)
+	}
+	done := make(chan error, 1)
+	go func() {
+		_, _, err := r.ReadAt(testContext(t), buf, held)
+		done <- err
+	}()
+	// Block 32 is fetched only once the parts before it are in: long after
+	// the read of block 40 started waiting.
+	key := func(off int64) string { return fmt.Sprintf("%s@%d", obj.Key, off) }
+	timeout := time.After(10 * time.Second)
+	for started := map[string]bool{}; !started[key(later)]; {
+		select {
+		case k := <-f.started:
+			started[k] = true
+		case <-timeout:
+			t.Fatalf("block %d was not fetched while the read of block %d waited on its GET (started: %d GETs, block %d's among them: %v)",
+				later/bs, held/bs, len(started), held/bs, started[key(held)])
+		}
+	}
+	close(f.hold)
+	if err := <-done; err != nil {
+		t.Fatalf("read of block %d: %v", held/bs, err)
+	}
+	if want := wantBytes(obj, held, len(buf)); !bytes.Equal(buf, want) {
+		t.Errorf("block %d's bytes differ from the source", held/bs)
+	}
+}
+
+// A read of a dense object's block that no part covers yet fetches from
+// that block to the end of its part in one GET: it waits for no byte
+// before its own, and the blocks after it cost no GET of their own.
+func TestDenseMissFetchesToTheEndOfItsPart(t *testing.T) {
+	const bs = 1 << 20
+	cfg := DefaultConfig()
+	cfg.PartSize = 4 * bs // denseInFlight parts cover the first 64 blocks
+	c := newRingCache(t, bs, 256*bs)
+	obj := fakeObject("dense.tar", 96*bs)
+	covered := int64(denseInFlight) * cfg.PartSize
+	f := &fakeFetcher{
+		// The background parts stay on their way, so that they cover
+		// the first 64 blocks and nothing past them.
+		hold:   make(chan struct{}),
+		holdIf: func(_ store.Object, off int64) bool { return off < covered },
+	}
+	s := newTestScheduler(t, cfg, f, c)
+	r := s.OpenReader(obj, false)
+	defer r.Close()
+	// 64 KiB reads, past HeadSize: one GET each, no head first. The
+	// second read turns the object dense.
+	buf := make([]byte, 64<<10)
+	for _, block := range []int64{70, 90} {
+		if _, _, err := r.ReadAt(testContext(t), buf, block*bs); err != nil {
+			t.Fatalf("read of block %d: %v", block, err)
+		}
+	}
+	if st := s.Stats(); st.DenseObjects != 1 {
+		t.Fatalf("DenseObjects = %d, want 1", st.DenseObjects)
+	}
+	const miss = 81 // its part is blocks 80-83
+	if _, _, err := r.ReadAt(testContext(t), buf, miss*bs+5); err != nil {
+		t.Fatalf("read of block %d: %v", miss, err)
+	}
+	if want := wantBytes(obj, miss*bs+5, len(buf)); !bytes.Equal(buf, want) {
+		t.Errorf("block %d's bytes differ from the source", miss)
+	}
+	if got, want := f.askedAtOff(obj.Key, miss*bs), 3*int64(bs); got != want {
+		t.Errorf("the read of block %d asked the store for %d bytes from its block, want %d: to the end of its part", miss, got, want)
+	}
+	close(f.hold)
 }

@@ -71,7 +71,8 @@ type fakeFetcher struct {
 	inFlight    int64
 	maxInFlight int64
 	active      int
-	byKeyOff    map[string]int // GETs per "key@off"
+	byKeyOff    map[string]int   // GETs per "key@off"
+	askedAt     map[string]int64 // bytes the last GET at "key@off" asked for
 }
 
 func (f *fakeFetcher) ReadRange(ctx context.Context, obj store.Object, off int64, p []byte) (int, error) {
@@ -85,9 +86,10 @@ func (f *fakeFetcher) ReadRange(ctx context.Context, obj store.Object, off int64
 	f.maxInFlight = max(f.maxInFlight, f.inFlight)
 	f.active++
 	if f.byKeyOff == nil {
-		f.byKeyOff = map[string]int{}
+		f.byKeyOff, f.askedAt = map[string]int{}, map[string]int64{}
 	}
 	f.byKeyOff[fmt.Sprintf("%s@%d", obj.Key, off)]++
+	f.askedAt[fmt.Sprintf("%s@%d", obj.Key, off)] = int64(len(p))
 	f.mu.Unlock()
 	defer func() {
 		f.mu.Lock()
@@ -140,6 +142,13 @@ func (f *fakeFetcher) getsAt(key string, off int64) int {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	return f.byKeyOff[fmt.Sprintf("%s@%d", key, off)]
+}
+
+// askedAtOff is what the last GET of key at off asked for; 0: none.
+func (f *fakeFetcher) askedAtOff(key string, off int64) int64 {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return f.askedAt[fmt.Sprintf("%s@%d", key, off)]
 }
 
 func (f *fakeFetcher) peak() int64 {

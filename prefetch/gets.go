@@ -22,9 +22,13 @@ type getSlots struct {
 
 // enqueueLocked starts p's GET, or queues it when Concurrency GETs run.
 // Read-ahead waits while a read of the same object waits for the first
-// bytes of its GET, and while a part's head holds back its rest.
+// bytes of its GET, and while a part's head holds back its rest. A dense
+// object's background parts do not: at most denseInFlight of them run
+// (pumpDenseLocked), and they are what its next reads find; held back
+// behind every read that missed, they left the reads of a fio pass with
+// four jobs waiting twice as often (docs/BENCHMARKS.md, run 16).
 func (s *Scheduler) enqueueLocked(p *part) {
-	if !p.urgent && (p.o.awaitingFirst > 0 || p.o.heads > 0) {
+	if !p.urgent && !p.dense && (p.o.awaitingFirst > 0 || p.o.heads > 0) {
 		p.o.deferred = append(p.o.deferred, p)
 		return
 	}

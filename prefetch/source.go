@@ -50,10 +50,11 @@ import (
 // (keptForCache).
 // Dense (a map-style epoch: reads keep landing on new blocks, or the
 // object is small next to the budget): the rest of the object is fetched
-// in the background, one block per GET within half the budget
-// (noteRandomLocked, pumpDenseLocked), and put where the next reads find
-// it; a read of a block still on its way waits on that part, a read of a
-// block that arrived finds it in the cache (step 1).
+// in the background in PartSize GETs, a few at once (noteRandomLocked,
+// pumpDenseLocked), and put where the next reads find it; a read of a
+// block still on its way waits on that part, a read of a block no part
+// covers fetches from its block to the end of its part (denseNeed), a
+// read of a block that arrived finds it in the cache (step 1).
 // An object larger than all the cache can keep (Cache.Room) stays sparse:
 // its rest, fetched ahead of the reads, would push out what came first.
 //
@@ -283,13 +284,14 @@ func ringPlacementOf(p *part) cache.Placement {
 }
 
 // noteRandomLocked records a random read of asked bytes of o over the
-// blocks need, and starts the background fetch of the rest of o when the
-// density rule says its random reads are dense.
-func (s *Scheduler) noteRandomLocked(o *object, need Range, asked int64) {
+// blocks need, starts the background fetch of the rest of o when the
+// density rule says its random reads are dense, and reports whether they
+// are.
+func (s *Scheduler) noteRandomLocked(o *object, need Range, asked int64) (dense bool) {
 	bs := s.cfg.BlockSize
 	blocks := ceilTo(o.obj.Size, bs) / bs
 	if !s.cfg.DenseRandom || need.Empty() || blocks > maxTrackedBlocks || s.scheduledLocked(o) {
-		return
+		return false
 	}
 	id := objectID{o.obj.Key, o.obj.ETag}
 	a := s.registry.access[id]
@@ -301,7 +303,7 @@ func (s *Scheduler) noteRandomLocked(o *object, need Range, asked int64) {
 		s.registry.access[id] = a
 	}
 	if a.dense {
-		return
+		return true
 	}
 	landedNew := false
 	for b := need.Start / bs; b*bs < need.End; b++ {
@@ -315,10 +317,27 @@ func (s *Scheduler) noteRandomLocked(o *object, need Range, asked int64) {
 		room = s.cache.Room()
 	}
 	if Classify(RandomAccess{Size: o.obj.Size, BlockSize: bs, Budget: s.cfg.Memory, Touched: a.count, Room: room, Taken: a.taken}) != Dense {
-		return
+		return false
 	}
 	a.dense = true
 	s.stats.DenseObjects++
 	s.registry.dense = append(s.registry.dense, denseFetch{obj: o.obj})
 	s.pumpDenseLocked()
+	return true
+}
+
+// denseNeed widens need, the blocks a random read of a dense object
+// touches, to the end of their part. The read's GET starts at its own
+// block, so it waits for no byte before it, and brings the blocks after it
+// that the background fetch would otherwise ask for in a GET of their own:
+// the store's cost is per request (pumpDenseLocked). Blocks a part or the
+// cache already holds stay out (coverLocked). A fio pass of 256 KiB reads
+// with four jobs made a sixth fewer GETs and ran 1.3-1.4x faster with it
+// (docs/BENCHMARKS.md, run 16).
+func (s *Scheduler) denseNeed(o *object, need Range) Range {
+	if need.Empty() {
+		return need
+	}
+	need.End = min(max(need.End, ceilTo(need.Start+1, s.cfg.PartSize)), o.obj.Size)
+	return need
 }

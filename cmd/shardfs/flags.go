@@ -47,7 +47,7 @@ func cacheFlags() []cli.Flag {
 
 func prefetchFlags() []cli.Flag {
 	return []cli.Flag{
-		&cli.StringFlag{Name: "part-size", Value: formatSize(prefetch.DefaultPartSize), Usage: "size of each ranged GET on sequential reads (a multiple of --block-size)", EnvVars: env("part-size"), Category: "Read-ahead"},
+		&cli.StringFlag{Name: "part-size", Value: formatSize(prefetch.DefaultPartSize), Usage: "size of each ranged GET on sequential reads and of the background fetch of a shard read densely at random (a multiple of --block-size)", EnvVars: env("part-size"), Category: "Read-ahead"},
 		&cli.StringFlag{Name: "max-prefetch", Value: formatSize(prefetch.DefaultMaxPrefetch), Usage: "largest read-ahead window of one open file", EnvVars: env("max-prefetch"), Category: "Read-ahead"},
 		&cli.StringFlag{Name: "prefetch-memory", Value: formatSize(prefetch.DefaultMemory), Usage: "bytes fetched ahead across all open files, together; readers wait when it is full", EnvVars: env("prefetch-memory"), Category: "Read-ahead"},
 		&cli.IntFlag{Name: "prefetch-next", Value: prefetch.DefaultNextShards, Usage: "shards after the current one (in listing order) to start fetching when a reader nears its end (0: none)", EnvVars: env("prefetch-next"), Category: "Read-ahead"},

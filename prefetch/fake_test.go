@@ -88,8 +88,9 @@ func (f *fakeFetcher) ReadRange(ctx context.Context, obj store.Object, off int64
 	if f.byKeyOff == nil {
 		f.byKeyOff, f.askedAt = map[string]int{}, map[string]int64{}
 	}
-	f.byKeyOff[fmt.Sprintf("%s@%d", obj.Key, off)]++
-	f.askedAt[fmt.Sprintf("%s@%d", obj.Key, off)] = int64(len(p))
+	at := fmt.Sprintf("%s@%d", obj.Key, off)
+	f.byKeyOff[at]++
+	f.askedAt[at] = int64(len(p))
 	f.mu.Unlock()
 	defer func() {
 		f.mu.Lock()

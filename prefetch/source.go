@@ -333,11 +333,9 @@ func (s *Scheduler) noteRandomLocked(o *object, need Range, asked int64) (dense 
 // the store's cost is per request (pumpDenseLocked). Blocks a part or the
 // cache already holds stay out (coverLocked). A fio pass of 256 KiB reads
 // with four jobs made a sixth fewer GETs and ran 1.3-1.4x faster with it
-// (docs/BENCHMARKS.md, run 16).
+// (docs/BENCHMARKS.md, run 16). need is not empty: noteRandomLocked calls
+// no empty read dense.
 func (s *Scheduler) denseNeed(o *object, need Range) Range {
-	if need.Empty() {
-		return need
-	}
 	need.End = min(max(need.End, ceilTo(need.Start+1, s.cfg.PartSize)), o.obj.Size)
 	return need
 }

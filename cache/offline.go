@@ -171,15 +171,7 @@ func verifyWholeFiles(dir string, rep *VerifyReport) error {
 		} else {
 			bad.Key = r.Key
 			rep.WholeChecked++
-			n, sum, err := sumFile(path)
-			switch {
-			case err != nil:
-				bad.Reason = err.Error()
-			case n != r.Size:
-				bad.Reason = fmt.Sprintf("%d bytes, its record says %d", n, r.Size)
-			case sum != r.Sum:
-				bad.Reason = fmt.Sprintf("CRC32C %08x, its record says %08x", sum, r.Sum)
-			default:
+			if bad.Reason = checkFile(path, r); bad.Reason == "" {
 				rep.WholeGood++
 				continue
 			}
@@ -190,6 +182,17 @@ func verifyWholeFiles(dir string, rep *VerifyReport) error {
 		rep.BadWhole = append(rep.BadWhole, bad)
 	}
 	return nil
+}
+
+// checkFile opens the whole-shard file at path and checks it against r
+// (checkWhole): "" when it passes, else why not.
+func checkFile(path string, r wholeRecord) string {
+	f, err := os.Open(path)
+	if err != nil {
+		return err.Error()
+	}
+	defer f.Close()
+	return checkWhole(f, r)
 }
 
 // ClearDir empties a cache dir's ring and whole-shard files, and deletes

@@ -14,15 +14,28 @@ package cache
 // never used. `shardfs cache verify` recomputes every file's CRC32C and
 // deletes those that differ (VerifyDir).
 //
+// A file is checked against its record's CRC32C (checkWhole, the check
+// cache verify makes) before this process first hands out a descriptor of
+// it, and again whenever its size, mtime, ctime or inode differs from
+// what was checked: its bytes may rot on the disk between mounts, or be
+// written by a hand, and a passed-through read is served by the kernel
+// with nothing of ours between. A file that fails is dropped (unlinked,
+// its record removed by a tombstone record), counted and logged, and its
+// shard is read through the daemon: the ring's checked blocks or the
+// store. The check runs outside wholeFiles.mu, so opens of other files do
+// not wait for it; concurrent opens of one file wait for its one check.
+//
 // Files share the cache's size bound: Config.WholeShardPercent of it, the
 // ring taking the rest. When a new file needs room the least recently
 // opened go first. Eviction only unlinks: a descriptor already open (a
 // passed-through handle, whose backing file the kernel holds) keeps
 // reading the same bytes until it is closed.
 //
-// Lock order: Cache.life → wholeFiles.mu. wholeFiles.mu covers the table,
-// the journal's appends, renames and unlinks (metadata operations, one
-// per file made or dropped), never the copy of a file's bytes.
+// Lock order: Cache.life → wholeFile.check → wholeFiles.mu. wholeFiles.mu
+// covers the table, the journal's appends, renames and unlinks (metadata
+// operations, one per file made or dropped), never the copy of a file's
+// bytes nor their check. wholeFile.check is held by an open of that file
+// from its open(2) to its hand-out, the check included.
 
 import (
 	"context"
@@ -37,6 +50,8 @@ import (
 	"sync"
 	"time"
 
+	"golang.org/x/sys/unix"
+
 	"github.com/shardfs/shardfs/store"
 )
 
@@ -49,7 +64,32 @@ func newSum() hash.Hash32 { return crc32.New(castagnoli) }
 // wholeFile is one complete file of the tier.
 type wholeFile struct {
 	rec     wholeRecord
-	lastUse int64 // unix nanoseconds of its last open (its mtime after a restart)
+	lastUse int64 // unix nanoseconds of its last open (its mtime after a restart); under wholeFiles.mu
+
+	// check is held by an open of the file until it hands the descriptor
+	// out or refuses it; checked is under it.
+	check sync.Mutex
+	// checked is the file's stamp when it last passed its check, or when
+	// an open made since touched it (marking its use changes its mtime
+	// and ctime); the zero stamp until its first check in this process.
+	checked fileStamp
+}
+
+// fileStamp is what a file's check is remembered by: a change of any of
+// these calls for a new check.
+type fileStamp struct {
+	dev, ino     uint64
+	size         int64
+	mtime, ctime int64 // unix nanoseconds
+}
+
+// stampOf is the stamp of an open file.
+func stampOf(f *os.File) (fileStamp, error) {
+	var st unix.Stat_t
+	if err := unix.Fstat(int(f.Fd()), &st); err != nil {
+		return fileStamp{}, err
+	}
+	return fileStamp{dev: st.Dev, ino: st.Ino, size: st.Size, mtime: st.Mtim.Nano(), ctime: st.Ctim.Nano()}, nil
 }
 
 // wholeFiles is the tier's table of files and its journal.
@@ -186,25 +226,75 @@ func (w *wholeFiles) commit(r wholeRecord) error {
 	return nil
 }
 
-// open returns a read-only descriptor of the held file name of size bytes
-// and marks it used.
+// open returns a read-only descriptor of the held file name of size
+// bytes, checked against its record unless it was checked before and has
+// not changed since, and marks it used. It reports false when the tier
+// does not hold the file, when the file fails its check (it is then
+// dropped) and when it changes or is dropped while being checked (the
+// next open checks it again).
 func (w *wholeFiles) open(name string, size int64) (*os.File, bool) {
 	w.mu.Lock()
-	defer w.mu.Unlock()
 	f, ok := w.files[name]
+	w.mu.Unlock()
 	if !ok || f.rec.Size != size {
 		return nil, false
 	}
+	f.check.Lock()
+	defer f.check.Unlock()
 	file, err := openPrivate(w.path(name), os.O_RDONLY)
 	if err != nil {
 		w.log.Warn("whole-shard file unreadable; dropped", "file", w.path(name), "err", err)
-		w.dropLocked(name)
+		w.drop(f, false)
+		return nil, false
+	}
+	before, err := stampOf(file)
+	if err == nil && before != f.checked {
+		w.stats.wholeChecks.Add(1)
+		if reason := checkWhole(file, f.rec); reason != "" {
+			file.Close()
+			w.stats.wholeCheckFails.Add(1)
+			w.log.Warn("whole-shard file fails its check; dropped, its shard is read through the daemon",
+				"file", w.path(name), "key", f.rec.Key, "reason", reason)
+			w.drop(f, true)
+			return nil, false
+		}
+	}
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	after, serr := stampOf(file)
+	if err != nil || serr != nil || after != before || w.files[name] != f {
+		file.Close()
 		return nil, false
 	}
 	now := time.Now()
 	f.lastUse = now.UnixNano()
 	_ = os.Chtimes(w.path(name), now, now) // the order of use survives a restart
+	// The touch changed the file's mtime and ctime: what is remembered
+	// is the stamp it left. A write between the stat above and the touch
+	// would go unseen, as would one just after this open returns: the
+	// check vouches for the bytes as they were when handed out.
+	f.checked, _ = stampOf(file)
 	return file, true
+}
+
+// drop forgets and unlinks f, unless the table no longer holds it (it
+// was evicted or dropped meanwhile). With forget, its journal record is
+// removed too (a tombstone record), so the journal no longer vouches for
+// the name.
+func (w *wholeFiles) drop(f *wholeFile, forget bool) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if w.files[f.rec.Name] != f {
+		return
+	}
+	w.dropLocked(f.rec.Name)
+	if !forget {
+		return
+	}
+	if err := appendRecord(w.journal, wholeRecord{Name: f.rec.Name}); err != nil {
+		// The file is gone; the next open drops the record that names it.
+		w.log.Warn("whole-shard journal: record of a dropped file not removed", "file", w.path(f.rec.Name), "err", err)
+	}
 }
 
 func (w *wholeFiles) has(name string) bool {
@@ -285,9 +375,14 @@ func (c *Cache) copyWhole(ctx context.Context, obj store.Object, path string) (s
 }
 
 // OpenWholeFile returns a read-only descriptor of obj's whole-shard file
-// when the tier holds the complete file of obj's version. The caller
-// closes it. The file may be evicted while open; the descriptor keeps
-// reading its bytes.
+// when the tier holds the complete file of obj's version and it passes
+// its check: the first open of a file in this process's life reads it
+// whole and compares its CRC32C with the journal's record, as does the
+// first open after the file changed (size, mtime, ctime or inode). A file
+// that fails is dropped, counted (Stats.WholeCheckFails) and logged,
+// and OpenWholeFile reports false: the caller reads the shard another way.
+// The caller closes the descriptor. The file may be evicted while open;
+// the descriptor keeps reading its bytes.
 func (c *Cache) OpenWholeFile(obj store.Object) (*os.File, bool) {
 	if c.whole == nil || !c.enter() {
 		return nil, false

@@ -3,11 +3,16 @@ package cache
 import (
 	"bytes"
 	"context"
+	"fmt"
 	"io"
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
 	"testing"
+	"time"
+
+	"golang.org/x/sys/unix"
 )
 
 // wholeConfig is a ring of slots blocks beside whole-shard files of about
@@ -221,4 +226,190 @@ func TestVerifyDropsAFlippedWholeFile(t *testing.T) {
 	mustRead(t, c, flipped, 0, flipped.obj.Size)
 	mustMakeWhole(t, c, flipped)
 	mustReadWhole(t, c, flipped)
+}
+
+// openLogged opens cfg with its log going to logs, and closes it when the
+// test ends.
+func openLogged(t *testing.T, cfg Config, logs *logRecorder) *Cache {
+	t.Helper()
+	cfg.BlockSize = testBlock
+	c, err := Open(context.Background(), cfg, logs.logger())
+	if err != nil {
+		t.Fatalf("Open: %v", err)
+	}
+	t.Cleanup(func() { c.Close() })
+	return c
+}
+
+// mustNotOpenWhole fails if OpenWholeFile hands out o's file.
+func mustNotOpenWhole(t *testing.T, c *Cache, o testObject, why string) {
+	t.Helper()
+	if f, ok := c.OpenWholeFile(o.obj); ok {
+		f.Close()
+		t.Fatalf("%s: %s's whole-shard file was handed out", why, o.obj.Key)
+	}
+}
+
+// wantChecks fails unless the cache made checks checks and dropped fails
+// files by them.
+func wantChecks(t *testing.T, c *Cache, checks, fails uint64, why string) {
+	t.Helper()
+	if st := c.Stats(); st.WholeChecks != checks || st.WholeCheckFails != fails {
+		t.Fatalf("%s: %d checks, %d failed; want %d and %d", why, st.WholeChecks, st.WholeCheckFails, checks, fails)
+	}
+}
+
+// A byte flipped in a whole-shard file between two lives of the cache
+// (bit rot, or a hand): the first open of the next life reads the file,
+// finds its CRC32C wrong, and refuses it; the file is deleted, its journal
+// record removed, the drop counted and logged once. The shard is still
+// read right from the ring, and the good file is checked once, then
+// handed out without a second read.
+func TestFirstOpenDropsARottenWholeFile(t *testing.T) {
+	dir := t.TempDir()
+	cfg := wholeConfig(dir, 64)
+	c := openCache(t, cfg)
+	good, rotten := newTestObject("good.tar", 4*testBlock), newTestObject("rotten.tar", 4*testBlock+77)
+	mustMakeWhole(t, c, good)
+	mustMakeWhole(t, c, rotten)
+	c.Close()
+	path := filepath.Join(wholeDir(dir), wholeName(cfg.version(rotten.obj)))
+	patchFile(t, path, 2*testBlock+9, []byte{rotten.data[2*testBlock+9] ^ 0x01})
+
+	var logs logRecorder
+	c = openLogged(t, cfg, &logs)
+	if !c.HasWholeFile(rotten.obj) {
+		t.Fatal("the rotten file is not held at open: its size still matches, only a read of it can tell")
+	}
+	mustNotOpenWhole(t, c, rotten, "a byte flipped")
+	wantChecks(t, c, 1, 1, "after the rotten file's open")
+	if _, err := os.Stat(path); !os.IsNotExist(err) {
+		t.Fatalf("the rotten file is still in the dir: %v", err)
+	}
+	if c.HasWholeFile(rotten.obj) {
+		t.Fatal("the rotten file is still held")
+	}
+	recs, err := readJournal(filepath.Join(wholeDir(dir), journalName))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, ok := recs[wholeName(cfg.version(rotten.obj))]; ok || len(recs) != 1 {
+		t.Fatalf("journal vouches for %d files, the rotten one %v; want only the good one", len(recs), ok)
+	}
+	if n := strings.Count(logs.String(), "fails its check"); n != 1 || !strings.Contains(logs.String(), "CRC32C") {
+		t.Fatalf("the drop was logged %d times, want once, naming the CRC32C:\n%s", n, logs.String())
+	}
+	mustNotOpenWhole(t, c, rotten, "after the drop")
+	mustRead(t, c, rotten, 0, rotten.obj.Size) // the ring's blocks are still good
+
+	mustReadWhole(t, c, good)
+	mustReadWhole(t, c, good)
+	wantChecks(t, c, 2, 1, "the good file opened twice")
+
+	c.Close()
+	c = openCache(t, cfg)
+	if c.HasWholeFile(rotten.obj) {
+		t.Fatal("the dropped file is held again after a restart")
+	}
+	mustReadWhole(t, c, good)
+	wantChecks(t, c, 1, 0, "the good file's first open after a restart")
+}
+
+// A file checked once is checked again at its next open after its
+// mtime, ctime or size changed: a changed mtime alone (bytes intact)
+// passes; a byte flipped with the mtime put back (only the ctime tells)
+// fails, as does a byte appended.
+func TestWholeFileCheckedAgainAfterAChange(t *testing.T) {
+	dir := t.TempDir()
+	cfg := wholeConfig(dir, 64)
+	c := openCache(t, cfg)
+	a, b := newTestObject("a.tar", 3*testBlock+5), newTestObject("b.tar", 3*testBlock)
+	mustMakeWhole(t, c, a)
+	mustMakeWhole(t, c, b)
+	pathOf := func(o testObject) string { return filepath.Join(wholeDir(dir), wholeName(cfg.version(o.obj))) }
+	mustReadWhole(t, c, a)
+	mustReadWhole(t, c, b)
+	mustReadWhole(t, c, a)
+	wantChecks(t, c, 2, 0, "two files, three opens")
+
+	// Another mtime, the bytes unchanged: checked again, handed out.
+	if err := os.Chtimes(pathOf(a), time.Unix(1, 0), time.Unix(1, 0)); err != nil {
+		t.Fatal(err)
+	}
+	mustReadWhole(t, c, a)
+	wantChecks(t, c, 3, 0, "after a's mtime changed")
+	mustReadWhole(t, c, a)
+	wantChecks(t, c, 3, 0, "a opened again, unchanged")
+
+	// A byte flipped, the mtime put back as it was: the ctime changed.
+	fi, err := os.Stat(pathOf(a))
+	if err != nil {
+		t.Fatal(err)
+	}
+	patchFile(t, pathOf(a), 7, []byte{a.data[7] ^ 0x80})
+	// Put the mtime back until the ctime differs from the one the check
+	// remembered: a filesystem's clock may give a change made within one
+	// of its ticks the same ctime (only a hand that puts the mtime back
+	// to the nanosecond hides a write that way).
+	checked := c.whole.files[wholeName(cfg.version(a.obj))].checked
+	for {
+		if err := os.Chtimes(pathOf(a), fi.ModTime(), fi.ModTime()); err != nil {
+			t.Fatal(err)
+		}
+		var st unix.Stat_t
+		if err := unix.Stat(pathOf(a), &st); err != nil {
+			t.Fatal(err)
+		}
+		if st.Ctim.Nano() != checked.ctime {
+			break
+		}
+	}
+	mustNotOpenWhole(t, c, a, "a byte flipped, mtime restored")
+	wantChecks(t, c, 4, 1, "after a's byte flipped")
+
+	// A byte appended: another size.
+	f, err := os.OpenFile(pathOf(b), os.O_WRONLY|os.O_APPEND, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := f.Write([]byte{0}); err != nil {
+		t.Fatal(err)
+	}
+	f.Close()
+	mustNotOpenWhole(t, c, b, "a byte appended")
+	wantChecks(t, c, 5, 2, "after b grew")
+	if names := wholeEntries(t, dir); len(names) != 0 {
+		t.Fatalf("the changed files are still in the dir: %v", names)
+	}
+}
+
+// Concurrent first opens of one file make one check between them, and
+// each gets a descriptor that reads the file from its start.
+func TestConcurrentFirstOpensCheckOnce(t *testing.T) {
+	dir := t.TempDir()
+	c := openCache(t, wholeConfig(dir, 64))
+	o := newTestObject("o.tar", 8*testBlock)
+	mustMakeWhole(t, c, o)
+	var wg sync.WaitGroup
+	errs := make([]string, 8)
+	for i := range errs {
+		wg.Go(func() {
+			f, ok := c.OpenWholeFile(o.obj)
+			if !ok {
+				errs[i] = "not handed out"
+				return
+			}
+			defer f.Close()
+			if got, err := io.ReadAll(f); err != nil || !bytes.Equal(got, o.data) {
+				errs[i] = fmt.Sprintf("read %d bytes (%v), not the shard's %d", len(got), err, len(o.data))
+			}
+		})
+	}
+	wg.Wait()
+	for i, e := range errs {
+		if e != "" {
+			t.Errorf("open %d: %s", i, e)
+		}
+	}
+	wantChecks(t, c, 1, 0, "8 concurrent opens")
 }

@@ -34,6 +34,8 @@ type Stats struct {
 	WholeMade        uint64 // whole-shard files made
 	WholeEvictions   uint64 // whole-shard files unlinked for room
 	WholeOpens       uint64 // descriptors of whole-shard files handed out
+	WholeChecks      uint64 // whole-shard files read and CRC-checked before a descriptor was handed out
+	WholeCheckFails  uint64 // of WholeChecks, files that failed and were dropped
 	RingEnabled      bool
 }
 
@@ -46,6 +48,7 @@ type counters struct {
 	ringPresummed                                    atomic.Uint64
 	leases                                           atomic.Int64
 	wholeMade, wholeEvictions, wholeOpens            atomic.Uint64
+	wholeChecks, wholeCheckFails                     atomic.Uint64
 }
 
 func (k *counters) snapshot() Stats {
@@ -67,5 +70,7 @@ func (k *counters) snapshot() Stats {
 		WholeMade:        k.wholeMade.Load(),
 		WholeEvictions:   k.wholeEvictions.Load(),
 		WholeOpens:       k.wholeOpens.Load(),
+		WholeChecks:      k.wholeChecks.Load(),
+		WholeCheckFails:  k.wholeCheckFails.Load(),
 	}
 }

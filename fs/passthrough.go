@@ -6,6 +6,15 @@ package fs
 // file itself: no READ reaches the daemon. Every other open is served by
 // the daemon as before.
 //
+// The file's bytes are checked before they are handed over: the cache's
+// OpenWholeFile reads a file whole and compares its CRC32C with the
+// journal's record at the file's first open in the mount's life and after
+// the file changes (size, mtime, ctime, inode), and drops a file that
+// fails; the open is then served by the daemon, whose reads come from the
+// ring's checked blocks or the store, never from a whole-shard file. An
+// open that joins an inode already passed through reads the backing file
+// its first open registered, checked when that open was made.
+//
 // Where this is decided: openMode, below, the one place. It is per open
 // and per inode: the kernel refuses an open whose mode differs from the
 // inode's other open files (a cached open beside a passed-through one
@@ -66,8 +75,16 @@ func ParsePassthrough(s string) (Passthrough, error) {
 // (cache.Cache satisfies it).
 type WholeFiles interface {
 	// OpenWholeFile returns a read-only descriptor of obj's whole file
-	// when the cache holds the complete file of obj's version.
+	// when the cache holds the complete file of obj's version and the
+	// file passes its CRC32C check (made at its first open in the
+	// mount's life and after any change of the file; a file that fails
+	// is dropped). The kernel serves a passed-through open's reads from
+	// this descriptor with nothing of ours between: the check is the
+	// only one its bytes get.
 	OpenWholeFile(obj store.Object) (*os.File, bool)
+	// HasWholeFile reports whether the cache holds obj's version whole,
+	// without opening or checking the file.
+	HasWholeFile(obj store.Object) bool
 	// WholeFilesDir is the directory of the files ("" when there is
 	// none); the mount's probe registers a file of it.
 	WholeFilesDir() string

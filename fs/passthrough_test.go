@@ -22,6 +22,8 @@ func (w *wholeSet) OpenWholeFile(obj store.Object) (*os.File, bool) {
 	return f, err == nil
 }
 
+func (w *wholeSet) HasWholeFile(obj store.Object) bool { return w.held[obj.Key] }
+
 func (w *wholeSet) WholeFilesDir() string { return w.dir }
 
 // An inode keeps the mode of its first open until its last is released:

@@ -114,6 +114,8 @@ func (w wholeFiles) OpenWholeFile(obj store.Object) (*os.File, bool) {
 	return f, err == nil
 }
 
+func (w wholeFiles) HasWholeFile(obj store.Object) bool { return w[obj.Key] }
+
 func (w wholeFiles) WholeFilesDir() string { return os.TempDir() }
 
 // Ranges of a shard the kernel reads itself (passthrough) are not

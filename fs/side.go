@@ -3,7 +3,6 @@ package fs
 import (
 	"context"
 	"fmt"
-	"os"
 	"strings"
 	"sync"
 	"syscall"
@@ -290,17 +289,16 @@ func (m *mountState) hint(owner uint64, lines [][]byte) {
 
 // readByKernel reports whether an open of obj would be passed to the
 // kernel (passthrough.go): the cache holds obj whole and the mount passes
-// such opens through. memo keeps the answer per key for one write.
+// such opens through. memo keeps the answer per key for one write. It
+// does not open the file: an open may read the whole file to check it,
+// which a write of hints must not wait for.
 func (m *mountState) readByKernel(obj store.Object, memo map[string]bool) bool {
 	if !m.passthrough.Load() || m.opts.WholeFiles == nil {
 		return false
 	}
 	held, ok := memo[obj.Key]
 	if !ok {
-		var f *os.File
-		if f, held = m.opts.WholeFiles.OpenWholeFile(obj); held {
-			f.Close()
-		}
+		held = m.opts.WholeFiles.HasWholeFile(obj)
 		memo[obj.Key] = held
 	}
 	return held

@@ -3,6 +3,7 @@ package main
 import (
 	"errors"
 	"fmt"
+	"strings"
 	"text/tabwriter"
 
 	"github.com/urfave/cli/v2"
@@ -57,8 +58,8 @@ func cacheCommand() *cli.Command {
 					}
 					fmt.Fprintf(c.App.Writer, "%d slots, %d checked, %d good, %d bad\n", rep.Slots, rep.Checked, rep.Good, len(rep.Bad))
 					fmt.Fprintf(c.App.Writer, "%d whole-shard files checked, %d good, %d bad\n", rep.WholeChecked, rep.WholeGood, len(rep.BadWhole))
-					if n := len(rep.Bad) + len(rep.BadWhole); n > 0 {
-						return cli.Exit(fmt.Sprintf("%d bad slots, %d bad whole-shard files (never served; reads refetch them)", len(rep.Bad), len(rep.BadWhole)), 1)
+					if len(rep.Bad)+len(rep.BadWhole) > 0 {
+						return cli.Exit(verifyFailure(len(rep.Bad), len(rep.BadWhole)), 1)
 					}
 					return nil
 				},
@@ -75,6 +76,27 @@ func cacheCommand() *cli.Command {
 			},
 		},
 	}
+}
+
+// verifyFailure is cache verify's closing line when it found bad slots
+// or files: only what verify did, not what any mount served. Bad slots
+// stay in the ring (a mount's read checks each block and drops a bad
+// one); bad whole-shard files were deleted.
+func verifyFailure(badSlots, badWhole int) string {
+	count := func(n int, what string) string {
+		if n == 1 {
+			return "1 " + what
+		}
+		return fmt.Sprintf("%d %ss", n, what)
+	}
+	var parts []string
+	if badSlots > 0 {
+		parts = append(parts, count(badSlots, "bad slot"))
+	}
+	if badWhole > 0 {
+		parts = append(parts, count(badWhole, "bad whole-shard file")+" dropped")
+	}
+	return strings.Join(parts, ", ")
 }
 
 func cacheDirError(dir string, err error) error {

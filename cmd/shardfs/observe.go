@@ -57,6 +57,8 @@ func registerCacheMetrics(m *metrics.Metrics, c *cache.Cache) {
 	m.GaugeFunc("shardfs_cache_whole_bytes", "Bytes of the whole-shard files.", stat(func(s cache.Stats) float64 { return float64(s.WholeBytes) }))
 	m.CounterFunc("shardfs_cache_whole_made_total", "Whole-shard files made from verified ring blocks.", stat(func(s cache.Stats) float64 { return float64(s.WholeMade) }))
 	m.CounterFunc("shardfs_cache_whole_evictions_total", "Whole-shard files unlinked for room (open descriptors keep reading them).", stat(func(s cache.Stats) float64 { return float64(s.WholeEvictions) }))
+	m.CounterFunc("shardfs_cache_whole_checks_total", "Whole-shard files read whole and CRC32C-checked before being handed out (a file's first open in the mount's life, and its first after it changed).", stat(func(s cache.Stats) float64 { return float64(s.WholeChecks) }))
+	m.CounterFunc("shardfs_cache_whole_checksum_failures_total", "Whole-shard files dropped because their CRC32C did not match their journal record; their shards are read through the daemon.", stat(func(s cache.Stats) float64 { return float64(s.WholeCheckFails) }))
 }
 
 // registerPrefetchMetrics exposes read-ahead: what it fetched, what reads

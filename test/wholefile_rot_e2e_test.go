@@ -1,0 +1,95 @@
+//go:build e2e
+
+package test
+
+import (
+	"os"
+	"strings"
+	"testing"
+)
+
+// flipByte flips one bit of the byte at off in the file at path, as rot
+// on the disk (or a hand) would.
+func flipByte(t *testing.T, path string, off int64) {
+	t.Helper()
+	f, err := os.OpenFile(path, os.O_RDWR, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	b := make([]byte, 1)
+	if _, err := f.ReadAt(b, off); err != nil {
+		t.Fatal(err)
+	}
+	b[0] ^= 0x20
+	if _, err := f.WriteAt(b, off); err != nil {
+		t.Fatal(err)
+	}
+	if err := f.Sync(); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// Warm 10 shards, flip one byte of one whole-shard file, then read every
+// shard as a new user would. With --passthrough off the daemon never reads
+// the whole-shard files (its reads come from the ring's checked blocks or
+// the store), so every shard is right and nothing is checked. With the
+// defaults (passthrough on) the first open of each file checks it: the
+// rotten one is dropped, counted and logged once, its shard read right
+// through the daemon; the others are passed to the kernel, checked once
+// each, not again at a second read. cache verify then finds nothing bad.
+func TestWholeFileRotIsNeverPassedThrough(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	shards := e2e.smallShards()[:10]
+	flags := warmWhole(t, dir, "shard-00000[0-9].tar")
+	bad := shards[4]
+	path := wholeFileOf(t, dir, bad)
+	flipByte(t, path, bad.size/2)
+
+	m := mountShardfs(t, e2e.source(), append(flags, "--passthrough", "off")...)
+	checkShards(t, m.dir, shards)
+	st := mountStats(t, m.dir)
+	if st["passthrough_opens_total"] != 0 || st["cache_whole_checks_total"] != 0 {
+		t.Errorf("--passthrough off: %v opens passed through, %v whole-shard files checked; want 0 and 0 (the daemon never reads them)",
+			st["passthrough_opens_total"], st["cache_whole_checks_total"])
+	}
+	m.stop(t)
+	if _, err := os.Stat(path); err != nil {
+		t.Fatalf("the rotten file is gone after a mount with --passthrough off, which never opens it: %v", err)
+	}
+
+	m = mountShardfs(t, e2e.source(), flags...)
+	checkShards(t, m.dir, shards)
+	st = mountStats(t, m.dir)
+	t.Logf("defaults: passthrough=%v, %v opens passed through, %v by the daemon, %v whole-shard files checked, %v dropped for their checksum",
+		st["passthrough"], st["passthrough_opens_total"], st["daemon_opens_total"], st["cache_whole_checks_total"], st["cache_whole_checksum_failures_total"])
+	if st["passthrough"] != 1 {
+		t.Fatalf("passthrough is off on this mount: the test needs it on\n%s", m.output.String())
+	}
+	n := float64(len(shards))
+	if st["cache_whole_checksum_failures_total"] != 1 || st["cache_whole_checks_total"] != n ||
+		st["passthrough_opens_total"] != n-1 || st["daemon_opens_total"] != 1 {
+		t.Errorf("%v files dropped for their checksum, %v checked, %v opens passed through, %v by the daemon; want 1, %v, %v, 1 (%s)",
+			st["cache_whole_checksum_failures_total"], st["cache_whole_checks_total"], st["passthrough_opens_total"], st["daemon_opens_total"], n, n-1, bad.key)
+	}
+	if c := strings.Count(m.output.String(), "fails its check"); c != 1 {
+		t.Errorf("the drop was logged %d times, want once:\n%s", c, m.output.String())
+	}
+	if _, err := os.Stat(path); !os.IsNotExist(err) {
+		t.Errorf("the rotten file %s is still there: %v", path, err)
+	}
+
+	// A second read of every shard: no file is checked again.
+	checkShards(t, m.dir, shards)
+	st = mountStats(t, m.dir)
+	if st["cache_whole_checks_total"] != n || st["cache_whole_checksum_failures_total"] != 1 {
+		t.Errorf("after a second read: %v checked, %v dropped; want %v and 1", st["cache_whole_checks_total"], st["cache_whole_checksum_failures_total"], n)
+	}
+	m.stop(t)
+
+	r := runShardfs(e2e.env(), warmTimeout, "cache", "verify", "--cache-dir", dir)
+	if r.code != 0 || !strings.Contains(r.stdout, "9 whole-shard files checked, 9 good, 0 bad") {
+		t.Errorf("cache verify after the mount dropped the rotten file: exit %d; want 0, 9 good files\n%s%s", r.code, r.stdout, r.stderr)
+	}
+}

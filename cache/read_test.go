@@ -6,71 +6,83 @@ import (
 	"sync"
 	"sync/atomic"
 	"testing"
+	"testing/synctest"
 	"time"
 )
 
+// Blocks are read concurrently, as many at once as the bound allows and no
+// more, each exactly once. The reads run in a synctest bubble and each
+// takes a millisecond of the bubble's clock, which moves only once every
+// goroutine waits: by then every read the bound lets start has started, so
+// the most in flight at once is the bound, exactly.
 func TestBlocksAreReadConcurrentlyWithinABound(t *testing.T) {
-	var (
-		mu                sync.Mutex
-		seen              = map[int64]int{}
-		inFlight, maxSeen atomic.Int64
-	)
-	ok := readBlocksConcurrently(3, 40, func(index int64) bool {
-		n := inFlight.Add(1)
-		for {
-			m := maxSeen.Load()
-			if n <= m || maxSeen.CompareAndSwap(m, n) {
-				break
+	synctest.Test(t, func(t *testing.T) {
+		var (
+			mu                sync.Mutex
+			seen              = map[int64]int{}
+			inFlight, maxSeen atomic.Int64
+		)
+		ok := readBlocksConcurrently(3, 40, func(index int64) bool {
+			n := inFlight.Add(1)
+			for {
+				m := maxSeen.Load()
+				if n <= m || maxSeen.CompareAndSwap(m, n) {
+					break
+				}
+			}
+			time.Sleep(time.Millisecond)
+			mu.Lock()
+			seen[index]++
+			mu.Unlock()
+			inFlight.Add(-1)
+			return true
+		})
+		if !ok {
+			t.Fatal("every block read, but the read failed")
+		}
+		for i := int64(3); i <= 40; i++ {
+			if seen[i] != 1 {
+				t.Fatalf("block %d read %d times, want once (all: %v)", i, seen[i], seen)
 			}
 		}
-		time.Sleep(time.Millisecond) // let the others pile up
-		mu.Lock()
-		seen[index]++
-		mu.Unlock()
-		inFlight.Add(-1)
-		return true
-	})
-	if !ok {
-		t.Fatal("every block read, but the read failed")
-	}
-	for i := int64(3); i <= 40; i++ {
-		if seen[i] != 1 {
-			t.Fatalf("block %d read %d times, want once (all: %v)", i, seen[i], seen)
+		if len(seen) != 38 {
+			t.Fatalf("read %d blocks, want 38: %v", len(seen), seen)
 		}
-	}
-	if len(seen) != 38 {
-		t.Fatalf("read %d blocks, want 38: %v", len(seen), seen)
-	}
-	if m := maxSeen.Load(); m < 2 || m > ringReadsInFlight {
-		t.Fatalf("at most %d blocks in flight, want 2..%d", m, ringReadsInFlight)
-	}
+		if m := maxSeen.Load(); m != ringReadsInFlight {
+			t.Fatalf("at most %d blocks in flight, want %d", m, ringReadsInFlight)
+		}
+	})
 }
 
 // Block 5 fails at once, while the blocks beside it take 50 ms: the read
-// starts at most a window more after it (the slot block 5 frees), whatever
-// the scheduler does within those 50 ms. Every block taking the same
-// millisecond, a loaded box once let the others finish, and the loop start
-// 28, before block 5's failure was recorded.
+// returns only after every block read it started has returned, and starts
+// none after block 5's failure but the one waiting for the slot block 5
+// freed. The reads run in a synctest bubble, whose clock moves only once
+// every goroutine waits: no 50 ms read can end before block 5 has failed
+// and the loop has seen it, however the scheduler orders them.
 func TestAFailedBlockFailsTheReadAfterTheOthersReturn(t *testing.T) {
-	var started, finished atomic.Int64
-	ok := readBlocksConcurrently(0, 1000, func(index int64) bool {
-		started.Add(1)
-		defer finished.Add(1)
-		if index == 5 {
-			return false
+	synctest.Test(t, func(t *testing.T) {
+		var started, finished atomic.Int64
+		ok := readBlocksConcurrently(0, 1000, func(index int64) bool {
+			started.Add(1)
+			defer finished.Add(1)
+			if index == 5 {
+				return false
+			}
+			time.Sleep(50 * time.Millisecond)
+			return true
+		})
+		if ok {
+			t.Fatal("block 5 failed, but the read succeeded")
 		}
-		time.Sleep(50 * time.Millisecond)
-		return true
+		if s, f := started.Load(), finished.Load(); s != f {
+			time.Sleep(time.Second) // of the bubble's clock: the stray reads end before the bubble does
+			t.Fatalf("returned with %d of %d block reads still running", s-f, s)
+		}
+		if s := started.Load(); s > ringReadsInFlight+1 {
+			t.Fatalf("%d block reads started; want at most %d, the first window and the one waiting for the slot block 5 freed", s, ringReadsInFlight+1)
+		}
 	})
-	if ok {
-		t.Fatal("block 5 failed, but the read succeeded")
-	}
-	if s, f := started.Load(), finished.Load(); s != f {
-		t.Fatalf("returned with %d of %d block reads still running", s-f, s)
-	}
-	if s := started.Load(); s > 5+2*ringReadsInFlight {
-		t.Fatalf("%d blocks started after block 5 failed; want no more than a window's worth", s)
-	}
 }
 
 func TestOneShotReadsFillFreeRAMAndEvictNothing(t *testing.T) {

@@ -9,6 +9,7 @@ import (
 	"sync"
 	"syscall"
 	"testing"
+	"testing/synctest"
 	"time"
 
 	"github.com/shardfs/shardfs/store"
@@ -181,37 +182,48 @@ func newGatedFixture(t *testing.T, cfg Config, offsets ...int64) (*fixture, *gat
 	return f, g
 }
 
+// Entries complete in any order: one held back does not keep the entry
+// after it from completing, and a WAIT for more than was submitted returns
+// at its timeout. The server runs in a synctest bubble, whose clock moves
+// only once every goroutine waits: a WAIT's timeout cannot end it before
+// the workers have done all they can, and its length is exact.
 func TestBatchCompletesOutOfOrder(t *testing.T) {
-	f, g := newGatedFixture(t, Config{}, 0)
-	q := f.newQueue(1)
-	buf, name := f.mustRegister(1, 2<<20)
-	q.put([]BatchEntry{
-		{FileOffset: 0, Length: 1 << 20, BufID: buf},                           // held back
-		{FileOffset: 1 << 20, Length: 1 << 20, BufID: buf, BufOffset: 1 << 20}, // free to run
-	}, []string{shard0, shard0})
-	if _, errno := f.submit(1, nil, SubmitReq{QueueBufID: q.id, Count: 2}); errno != 0 {
-		t.Fatalf("submit: %v", errno)
-	}
-	if got := f.waitFor(1, 1, 5*time.Second); got != 1 {
-		t.Fatalf("completed %d after the first wait, want 1", got)
-	}
-	if s, _ := q.completion(0); s != 0 {
-		t.Fatal("the held-back entry completed")
-	}
-	if s, res := q.completion(1); s != EntryDone || res != 1<<20 {
-		t.Fatalf("second entry: state %d result %d", s, res)
-	}
-	close(g.gates[0])
-	if got := f.waitFor(1, 2, 5*time.Second); got != 2 {
-		t.Fatalf("completed %d, want 2", got)
-	}
-	if !bytes.Equal(shmBytes(t, name, 0, 2<<20), f.data[shard0][:2<<20]) {
-		t.Fatal("buffer bytes differ from the file")
-	}
-	// A WAIT for more than was submitted returns at its timeout.
-	if got := f.waitFor(1, 3, 50*time.Millisecond); got != 2 {
-		t.Fatalf("completed %d, want 2", got)
-	}
+	synctest.Test(t, func(t *testing.T) {
+		f, g := newGatedFixture(t, Config{}, 0)
+		q := f.newQueue(1)
+		buf, name := f.mustRegister(1, 2<<20)
+		q.put([]BatchEntry{
+			{FileOffset: 0, Length: 1 << 20, BufID: buf},                           // held back
+			{FileOffset: 1 << 20, Length: 1 << 20, BufID: buf, BufOffset: 1 << 20}, // free to run
+		}, []string{shard0, shard0})
+		if _, errno := f.submit(1, nil, SubmitReq{QueueBufID: q.id, Count: 2}); errno != 0 {
+			t.Fatalf("submit: %v", errno)
+		}
+		if got := f.waitFor(1, 1, 5*time.Second); got != 1 {
+			t.Fatalf("completed %d after the first wait, want 1", got)
+		}
+		if s, _ := q.completion(0); s != 0 {
+			t.Fatal("the held-back entry completed")
+		}
+		if s, res := q.completion(1); s != EntryDone || res != 1<<20 {
+			t.Fatalf("second entry: state %d result %d", s, res)
+		}
+		close(g.gates[0])
+		if got := f.waitFor(1, 2, 5*time.Second); got != 2 {
+			t.Fatalf("completed %d, want 2", got)
+		}
+		if !bytes.Equal(shmBytes(t, name, 0, 2<<20), f.data[shard0][:2<<20]) {
+			t.Fatal("buffer bytes differ from the file")
+		}
+		const timeout = 50 * time.Millisecond
+		start := time.Now()
+		if got := f.waitFor(1, 3, timeout); got != 2 {
+			t.Fatalf("completed %d, want 2", got)
+		}
+		if took := time.Since(start); took != timeout {
+			t.Fatalf("a WAIT for more than was submitted returned after %v, want its timeout, %v", took, timeout)
+		}
+	})
 }
 
 func TestBatchBounds(t *testing.T) {
@@ -256,8 +268,14 @@ func TestBatchBounds(t *testing.T) {
 	}
 }
 
+// Releasing a handle with an entry in flight neither hangs nor leaves
+// entries counted in flight, and unmaps the queue. This runs on the real
+// clock, not in a synctest bubble: a Release stuck on a buffer's lock is
+// not durably blocked, and would stall a bubble's clock instead of failing.
+// The guard only bounds a hang; nothing here waits for a fixed time.
 func TestBatchHandleClosedWithEntriesInFlight(t *testing.T) {
 	f, g := newGatedFixture(t, Config{}, 0)
+	defer close(g.gates[0]) // a failed check must not leave the read held
 	q := f.newQueue(1)
 	buf, _ := f.mustRegister(1, 1<<20)
 	q.put([]BatchEntry{{Length: 1 << 20, BufID: buf}, {FileOffset: 1 << 20, Length: 1 << 20, BufID: buf}}, []string{shard0, shard0})
@@ -265,23 +283,21 @@ func TestBatchHandleClosedWithEntriesInFlight(t *testing.T) {
 		t.Fatalf("submit: %v", errno)
 	}
 	<-g.entered // the first entry is reading into the buffer
+	hang := time.After(time.Minute)
 	done := make(chan struct{})
 	go func() { f.srv.Release(1); close(done) }()
 	select {
 	case <-done:
-	case <-time.After(5 * time.Second):
+	case <-hang:
 		t.Fatal("Release hung on an entry in flight")
 	}
-	deadline := time.Now().Add(5 * time.Second)
-	for {
-		n := f.srv.Stats().BatchInFlight
-		if n == 0 {
-			break
-		}
-		if time.Now().After(deadline) {
+	// The worker gives the entry's bound back just after its read returns.
+	for n := f.srv.Stats().BatchInFlight; n != 0; n = f.srv.Stats().BatchInFlight {
+		select {
+		case <-hang:
 			t.Fatalf("%d entries still in flight after the handle closed", n)
+		case <-time.After(time.Millisecond):
 		}
-		time.Sleep(time.Millisecond)
 	}
 	if mapped(t, q.name) {
 		t.Fatal("queue buffer still mapped after release")

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"os"
 	"path/filepath"
+	"syscall"
 	"testing"
 	"time"
 
@@ -18,14 +19,16 @@ func TestLocalConformance(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
+		puts := 0
 		return s, func(key string, data []byte) {
 			path := filepath.Join(dir, filepath.FromSlash(key))
 			if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
 				t.Fatal(err)
 			}
 			// Write a new file and rename it over the old one, as a
-			// producer of shards would; bump mtime so the version differs
-			// even within one clock tick.
+			// producer of shards would. Each put gets an mtime of its
+			// own, so the version differs whatever the clock says (and
+			// an inode number freed by the rename may come back).
 			tmp := path + ".tmp"
 			if err := os.WriteFile(tmp, data, 0o644); err != nil {
 				t.Fatal(err)
@@ -33,7 +36,11 @@ func TestLocalConformance(t *testing.T) {
 			if err := os.Rename(tmp, path); err != nil {
 				t.Fatal(err)
 			}
-			_ = os.Chtimes(path, time.Now(), time.Now().Add(time.Duration(len(data))))
+			puts++
+			mtime := time.Unix(1700000000, int64(puts))
+			if err := os.Chtimes(path, mtime, mtime); err != nil {
+				t.Fatal(err)
+			}
 		}
 	}})
 }
@@ -62,8 +69,11 @@ func TestLocalInPlaceRewriteWithMtimeRestoredIsAChange(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	fi, _ := os.Stat(path)
-	time.Sleep(10 * time.Millisecond) // a ctime tick apart
+	fi, err := os.Stat(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	awaitCtimeTick(t, fi)
 	f, err := os.OpenFile(path, os.O_WRONLY, 0)
 	if err != nil {
 		t.Fatal(err)
@@ -86,3 +96,31 @@ func TestLocalInPlaceRewriteWithMtimeRestoredIsAChange(t *testing.T) {
 		t.Fatalf("read of the old version: %v, want ErrChanged", err)
 	}
 }
+
+// awaitCtimeTick returns once the file system stamps changes with a ctime
+// later than fi's, so that a change made afterwards gets a ctime of its
+// own. ctime comes from the kernel's coarse clock, which ticks every few
+// milliseconds: a fixed sleep could be too short, so this watches a probe
+// file's ctime until it moves past fi's.
+func awaitCtimeTick(t *testing.T, fi os.FileInfo) {
+	t.Helper()
+	probe := filepath.Join(t.TempDir(), "probe")
+	if err := os.WriteFile(probe, nil, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	for mode := os.FileMode(0o600); ; mode ^= 0o044 {
+		if err := os.Chmod(probe, mode); err != nil { // a chmod stamps the ctime
+			t.Fatal(err)
+		}
+		pi, err := os.Stat(probe)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if ctime(pi) > ctime(fi) {
+			return
+		}
+		time.Sleep(time.Millisecond)
+	}
+}
+
+func ctime(fi os.FileInfo) int64 { return fi.Sys().(*syscall.Stat_t).Ctim.Nano() }

@@ -8,6 +8,7 @@ import (
 	"io"
 	"log/slog"
 	"testing"
+	"testing/synctest"
 	"time"
 
 	"github.com/shardfs/shardfs/store"
@@ -193,31 +194,43 @@ func TestRetryReportsProgressAcrossAttempts(t *testing.T) {
 	}
 }
 
-// A read against a store that keeps failing ends about when its budget
-// does, not a backoff wait later: each wait is cut at the deadline. With
-// waits of up to 4 s and a budget of 200 ms, ten reads that each slept
-// one uncut wait would very likely not all be back within a second.
+// A read against a store that keeps failing ends when its budget does, not
+// a backoff wait later: each wait is cut at the deadline. The waits (up to
+// 4 s) dwarf the budget (200 ms), so an uncut wait would end every read
+// past it. The reads run in a synctest bubble, whose clock moves only
+// while they wait, so each read's length is exact and the load of the
+// machine has no part in it.
 func TestRetryEndsWithItsBudgetNotAWaitLater(t *testing.T) {
-	mem := storetest.NewMem()
-	mem.Put("a", []byte("x"))
-	mem.Hook = func(string, int64, int) error { return errReset }
-	policy := store.RetryPolicy{Attempts: 100, BaseDelay: 2 * time.Second, MaxDelay: 4 * time.Second, Budget: 200 * time.Millisecond}
-	r := store.WithRetry(mem, policy, slog.New(slog.DiscardHandler))
-	obj, _ := r.Stat(context.Background(), "a")
-	errs := make(chan error)
-	start := time.Now()
-	for range 10 {
-		go func() {
-			_, err := r.ReadRange(context.Background(), obj, 0, make([]byte, 1))
-			errs <- err
-		}()
-	}
-	for range 10 {
-		if err := <-errs; !errors.Is(err, errReset) {
-			t.Fatalf("err = %v, want the store's reset after the budget", err)
+	synctest.Test(t, func(t *testing.T) {
+		mem := storetest.NewMem()
+		mem.Put("a", []byte("x"))
+		mem.Hook = func(string, int64, int) error { return errReset }
+		policy := store.RetryPolicy{Attempts: 100, BaseDelay: 2 * time.Second, MaxDelay: 4 * time.Second, Budget: 200 * time.Millisecond}
+		r := store.WithRetry(mem, policy, slog.New(slog.DiscardHandler))
+		obj, _ := r.Stat(context.Background(), "a")
+		type result struct {
+			took time.Duration
+			err  error
 		}
-	}
-	if took := time.Since(start); took > time.Second {
-		t.Fatalf("10 reads with a 200ms retry budget took %s to fail; want them back within a second", took)
-	}
+		results := make(chan result, 10)
+		for range 10 { // each with its own draw of waits
+			go func() {
+				start := time.Now()
+				_, err := r.ReadRange(context.Background(), obj, 0, make([]byte, 1))
+				results <- result{time.Since(start), err}
+			}()
+		}
+		for range 10 { // every read is waited for, so none outlives the bubble
+			res := <-results
+			if !errors.Is(res.err, errReset) {
+				t.Errorf("err = %v, want the store's reset after the budget", res.err)
+			}
+			if res.took > policy.Budget {
+				t.Errorf("a read with a %v retry budget failed after %v; want it back by the budget", policy.Budget, res.took)
+			}
+		}
+		if r.Retries() == 0 {
+			t.Fatal("no read was retried within its budget")
+		}
+	})
 }

@@ -29,6 +29,9 @@ type S3Options struct {
 	MaxConns       int           // HTTP connections kept per host
 	StallTimeout   time.Duration // a body that yields no byte for this long is abandoned
 	ListStreams    int           // LIST streams at once over the common prefixes; 1 lists in one stream
+	// Dial, when set, opens the client's connections in place of its TCP
+	// dialer, e.g. an in-memory connection to a fake server in a test.
+	Dial func(ctx context.Context, network, addr string) (net.Conn, error)
 }
 
 // DefaultS3Options are the settings a mount starts from.
@@ -74,6 +77,9 @@ func NewS3(ctx context.Context, src Source, opts S3Options) (*S3, error) {
 	}).WithDialerOptions(func(d *net.Dialer) {
 		d.Timeout = 5 * time.Second
 	})
+	if opts.Dial != nil {
+		httpClient = httpClient.WithTransportOptions(func(t *http.Transport) { t.DialContext = opts.Dial })
+	}
 	loadOpts := []func(*config.LoadOptions) error{
 		config.WithHTTPClient(httpClient),
 		// Retries live in the Retry wrapper, which also covers failures

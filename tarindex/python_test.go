@@ -21,7 +21,12 @@ func pythonShards(t *testing.T, args ...string) (*countingFetcher, []store.Objec
 	_, here, _, _ := runtime.Caller(0)
 	script := filepath.Join(filepath.Dir(here), "..", "scripts", "gen_index_shards.py")
 	out := t.TempDir()
-	cmd := exec.Command("/usr/bin/python3", append([]string{script, out}, args...)...)
+	// Python's tarfile is the reference listing; any python3 on PATH has it.
+	python, err := exec.LookPath("python3")
+	if err != nil {
+		t.Fatalf("the tar index is checked against Python's tarfile: install python3 (%v)", err)
+	}
+	cmd := exec.Command(python, append([]string{script, out}, args...)...)
 	if msg, err := cmd.CombinedOutput(); err != nil {
 		t.Fatalf("%s: %v\n%s", script, err, msg)
 	}

@@ -10,6 +10,7 @@ import (
 	"sync"
 	"sync/atomic"
 	"testing"
+	"testing/synctest"
 
 	"github.com/shardfs/shardfs/store"
 	"github.com/shardfs/shardfs/store/storetest"
@@ -163,36 +164,53 @@ func TestScanRefusesWhatIsNotTar(t *testing.T) {
 	}
 }
 
-// Readers asking for one shard's index at once share one scan.
+// gatedFetcher holds every read until open is closed.
+type gatedFetcher struct {
+	Fetcher
+	open chan struct{}
+}
+
+func (g gatedFetcher) ReadRange(ctx context.Context, obj store.Object, off int64, p []byte) (int, error) {
+	<-g.open
+	return g.Fetcher.ReadRange(ctx, obj, off, p)
+}
+
+// Readers asking for one shard's index at once share one scan. The readers
+// run in a synctest bubble and the scan's reads are held until
+// synctest.Wait says every reader is blocked: all eight have asked before
+// the scan can end, however the scheduler runs them.
 func TestConcurrentAsksShareOneScan(t *testing.T) {
-	var files []file
-	for i := range 20 {
-		files = append(files, file{fmt.Sprintf("s%02d.jpg", i), bytes.Repeat([]byte{byte(i)}, 64<<10)})
-	}
-	mem, obj := memShard(t, "s.tar", writeTar(t, files, ""))
-	one := &countingFetcher{Fetcher: mem}
-	if _, err := Scan(context.Background(), one, obj); err != nil {
-		t.Fatal(err)
-	}
-	shared := &countingFetcher{Fetcher: mem}
-	x := newIndex(t, shared, Config{})
-	var wg sync.WaitGroup
-	for range 8 {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			if _, err := x.JSONLines(context.Background(), obj, nil); err != nil {
-				t.Error(err)
-			}
-		}()
-	}
-	wg.Wait()
-	if shared.reads.Load() != one.reads.Load() {
-		t.Errorf("8 concurrent asks made %d reads; one scan makes %d", shared.reads.Load(), one.reads.Load())
-	}
-	if s := x.Stats(); s.Scans != 1 {
-		t.Errorf("8 concurrent asks: %d scans, want 1", s.Scans)
-	}
+	synctest.Test(t, func(t *testing.T) {
+		var files []file
+		for i := range 20 {
+			files = append(files, file{fmt.Sprintf("s%02d.jpg", i), bytes.Repeat([]byte{byte(i)}, 64<<10)})
+		}
+		mem, obj := memShard(t, "s.tar", writeTar(t, files, ""))
+		one := &countingFetcher{Fetcher: mem}
+		if _, err := Scan(context.Background(), one, obj); err != nil {
+			t.Fatal(err)
+		}
+		open := make(chan struct{})
+		shared := &countingFetcher{Fetcher: gatedFetcher{Fetcher: mem, open: open}}
+		x := newIndex(t, shared, Config{})
+		var wg sync.WaitGroup
+		for range 8 {
+			wg.Go(func() {
+				if _, err := x.JSONLines(context.Background(), obj, nil); err != nil {
+					t.Error(err)
+				}
+			})
+		}
+		synctest.Wait() // every reader has asked: one scans, the others wait for it
+		close(open)
+		wg.Wait()
+		if shared.reads.Load() != one.reads.Load() {
+			t.Errorf("8 concurrent asks made %d reads; one scan makes %d", shared.reads.Load(), one.reads.Load())
+		}
+		if s := x.Stats(); s.Scans != 1 {
+			t.Errorf("8 concurrent asks: %d scans, want 1", s.Scans)
+		}
+	})
 }
 
 // The memory holds rendered indexes within its bound, dropping the least

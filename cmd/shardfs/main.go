@@ -54,6 +54,7 @@ func newApp() *cli.App {
 			gpusCommand(),
 			benchCommand(),
 			versionCommand(),
+			csiCommand(),
 		},
 		HideHelpCommand: true,
 		OnUsageError:    usageError,

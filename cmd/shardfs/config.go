@@ -8,6 +8,7 @@ import (
 	"github.com/urfave/cli/v2"
 
 	"github.com/shardfs/shardfs/cache"
+	"github.com/shardfs/shardfs/cgroup"
 	shardfs "github.com/shardfs/shardfs/fs"
 	"github.com/shardfs/shardfs/listing"
 	"github.com/shardfs/shardfs/prefetch"
@@ -142,6 +143,9 @@ func mountConfigFrom(c *cli.Context) (cfg mountConfig, err error) {
 	if cfg.Prefetch, err = prefetchConfigFrom(c, cfg.Cache.BlockSize); err != nil {
 		return cfg, err
 	}
+	if cfg.Prefetch.Memory, cfg.Cache.MemorySize, err = memoryBudgetsFrom(c, cfg.Prefetch, cfg.Cache); err != nil {
+		return cfg, err
+	}
 	cfg.Kernel = shardfs.DefaultKernelOptions()
 	cfg.Kernel.ReadAheadKB = c.Int("read-ahead-kb")
 	cfg.Kernel.MaxBackground = c.Int("max-background")
@@ -161,6 +165,28 @@ func mountConfigFrom(c *cli.Context) (cfg mountConfig, err error) {
 	cfg.LogFile = c.String("log-file")
 	cfg.LogLevel = c.String("log-level")
 	return cfg, nil
+}
+
+// memoryBudgetsFrom is the read-ahead budget and the RAM tier sized to
+// --memory-target or to the daemon's cgroup memory limit (sizeMemory),
+// from the budgets pf and cc hold and which of them the user set. A cgroup
+// the daemon cannot read counts as none, so the budgets are then the
+// flags', as on a host without a limit.
+func memoryBudgetsFrom(c *cli.Context, pf prefetch.Config, cc cache.Config) (prefetchMemory, ramTier int64, err error) {
+	ask := memoryAsk{
+		Prefetch: pf.Memory, PrefetchSet: c.IsSet("prefetch-memory"),
+		RAM: cc.MemorySize, RAMSet: c.IsSet("memory-cache-size"),
+		PartSize: pf.PartSize,
+	}
+	if s := c.String("memory-target"); s != "" {
+		if ask.Target, err = parseSize(s); err != nil {
+			return 0, 0, fmt.Errorf("--memory-target: %w", err)
+		}
+	}
+	if limit, err := cgroup.MemoryLimit(); err == nil {
+		ask.Limit = limit
+	}
+	return sizeMemory(ask)
 }
 
 // sizeFlags reads size flags into their destinations, naming the flag in

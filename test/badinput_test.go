@@ -1,3 +1,5 @@
+//go:build e2e
+
 package test
 
 import (
@@ -9,21 +11,29 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"golang.org/x/sys/unix"
 )
 
 // TestBadInputFailsCleanly: each mistake a user can make gives a non-zero
-// exit, exactly one line on stderr naming the cause, and nothing mounted.
-// The daemonized form is used, as a user would type it.
+// exit, exactly one line on stderr naming the cause, nothing mounted and no
+// daemon left. The daemonized form is used, as a user would type it: what
+// the mount logs while it still tries (retries, warnings) goes to its log.
 func TestBadInputFailsCleanly(t *testing.T) {
-	port, err := freePort()
-	if err != nil {
-		t.Fatal(err)
-	}
-	deadEndpoint := "http://127.0.0.1:" + strconv.Itoa(port)
+	t.Parallel()
+	deadEndpoint := "http://127.0.0.1:" + strconv.Itoa(refusingPort(t))
 	notADir := filepath.Join(t.TempDir(), "plain-file")
 	if err := os.WriteFile(notADir, nil, 0o644); err != nil {
 		t.Fatal(err)
 	}
+	// A cache dir on a filesystem too small for the default ring: opening
+	// it warns of a smaller ring, a warning the terminal shows only with a
+	// mount that comes up.
+	smallCache := t.TempDir()
+	if err := unix.Mount("tmpfs", smallCache, "tmpfs", 0, "size=96m,mode=0700"); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { unix.Unmount(smallCache, unix.MNT_DETACH) })
 
 	cases := []struct {
 		name string
@@ -43,6 +53,9 @@ func TestBadInputFailsCleanly(t *testing.T) {
 		}, []string{"AWS_ACCESS_KEY_ID=nobody"}, `credential|access denied|access key|forbidden`},
 		{"endpoint not listening", func(d string) []string {
 			return []string{"mount", e2e.source(), d, "--endpoint-url", deadEndpoint}
+		}, nil, `connect|unreachable|refused`},
+		{"endpoint not listening, cache dir on a small filesystem", func(d string) []string {
+			return []string{"mount", e2e.source(), d, "--endpoint-url", deadEndpoint, "--cache-dir", smallCache}
 		}, nil, `connect|unreachable|refused`},
 		{"missing mountpoint", func(d string) []string {
 			return append([]string{"mount", e2e.source(), filepath.Join(d, "does-not-exist")}, e2e.endpoint()...)
@@ -92,6 +105,7 @@ func TestBadInputFailsCleanly(t *testing.T) {
 }
 
 func TestMountOnBusyMountpointFails(t *testing.T) {
+	t.Parallel()
 	m := mountShardfs(t, e2e.data)
 	args := append([]string{"mount", e2e.source(), m.dir}, e2e.endpoint()...)
 	r := runShardfs(e2e.env(), 90*time.Second, args...)
@@ -101,8 +115,8 @@ func TestMountOnBusyMountpointFails(t *testing.T) {
 	}
 }
 
-// checkFailedCleanly asserts a failed command: non-zero exit, one stderr
-// line matching cause, dir listed `mounts` times in /proc/mounts, and no
+// checkFailedCleanly asserts a failed command: non-zero exit, exactly one
+// stderr line, matching cause, dir listed `mounts` times in /proc/mounts, and no
 // shardfs process left serving dir.
 func checkFailedCleanly(t *testing.T, r result, args []string, cause, dir string, mounts int) {
 	t.Helper()
@@ -114,12 +128,14 @@ func checkFailedCleanly(t *testing.T, r result, args []string, cause, dir string
 	if r.code == 0 {
 		t.Errorf("%s: exit status 0, want non-zero", cmdline)
 	}
-	stderr := strings.TrimRight(r.stderr, "\n")
+	// Exactly one line: text, then one newline. Warnings, blank lines or
+	// a second message before or after it all count as lines.
+	stderr := strings.TrimSuffix(r.stderr, "\n")
 	switch {
-	case stderr == "":
-		t.Errorf("%s: nothing on stderr, want one line naming the cause", cmdline)
-	case strings.Contains(stderr, "\n"):
-		t.Errorf("%s: %d lines on stderr, want exactly one:\n%s", cmdline, strings.Count(stderr, "\n")+1, stderr)
+	case strings.TrimSpace(stderr) == "":
+		t.Errorf("%s: stderr %q, want one line naming the cause", cmdline, r.stderr)
+	case stderr == r.stderr || strings.Contains(stderr, "\n"):
+		t.Errorf("%s: %d lines on stderr, want exactly one ending in a newline:\n%s", cmdline, strings.Count(r.stderr, "\n"), r.stderr)
 	}
 	if !regexp.MustCompile("(?i)" + cause).MatchString(stderr) {
 		t.Errorf("%s: stderr %q does not name the cause (want /%s/)", cmdline, stderr, cause)
@@ -135,4 +151,25 @@ func checkFailedCleanly(t *testing.T, r result, args []string, cause, dir string
 			t.Errorf("%s: shardfs processes %v left running", cmdline, pids)
 		}
 	}
+}
+
+// refusingPort is a 127.0.0.1 TCP port that refuses connections for the
+// rest of the test: a socket bound to it and never listening holds it, so
+// no other process (a server of a test running beside this one) can take
+// it, as it could a port found free and let go.
+func refusingPort(t *testing.T) int {
+	t.Helper()
+	fd, err := unix.Socket(unix.AF_INET, unix.SOCK_STREAM|unix.SOCK_CLOEXEC, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { unix.Close(fd) })
+	if err := unix.Bind(fd, &unix.SockaddrInet4{Addr: [4]byte{127, 0, 0, 1}}); err != nil {
+		t.Fatal(err)
+	}
+	sa, err := unix.Getsockname(fd)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return sa.(*unix.SockaddrInet4).Port
 }

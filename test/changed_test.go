@@ -1,3 +1,5 @@
+//go:build e2e
+
 package test
 
 import (
@@ -41,6 +43,7 @@ func readAllKeepGoing(f *os.File, chunk int) ([]byte, error) {
 // TestObjectOverwrittenAfterMount: an object replaced after the listing
 // reads as EIO, never as new bytes, and never as a mix of two versions.
 func TestObjectOverwrittenAfterMount(t *testing.T) {
+	t.Parallel()
 	const bucket = "shardfs-overwrite"
 	const size = 24 << 20
 	oldA, oldB := pattern(1, 8<<20), pattern(2, size)
@@ -120,6 +123,7 @@ func firstDiff(a, b []byte) int {
 
 // TestLocalFileReplacedAfterMount: the same rule for a directory SOURCE.
 func TestLocalFileReplacedAfterMount(t *testing.T) {
+	t.Parallel()
 	src := t.TempDir()
 	old := pattern(3, 4<<20)
 	if err := os.WriteFile(filepath.Join(src, "c.bin"), old, 0o644); err != nil {

@@ -1,3 +1,5 @@
+//go:build e2e
+
 package test
 
 import (
@@ -23,6 +25,7 @@ func checkOneFile(t *testing.T, dir string) {
 }
 
 func TestFlagsAfterPositionals(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	argv := append([]string{"mount", e2e.source(), dir, "--region", region, "--foreground"}, e2e.endpoint()...)
 	m := startMount(t, dir, argv, e2e.env())
@@ -30,6 +33,7 @@ func TestFlagsAfterPositionals(t *testing.T) {
 }
 
 func TestEnvironmentVariables(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	// No S3 flags at all: endpoint and region come from SHARDFS_* variables.
 	env := e2e.env("SHARDFS_ENDPOINT_URL="+e2e.minio.url, "SHARDFS_REGION="+region, "AWS_REGION=")
@@ -38,6 +42,7 @@ func TestEnvironmentVariables(t *testing.T) {
 }
 
 func TestSharedCredentialsProfile(t *testing.T) {
+	t.Parallel()
 	creds := filepath.Join(t.TempDir(), "credentials")
 	content := "[default]\naws_access_key_id = nobody\naws_secret_access_key = wrong-secret\n\n" +
 		"[shardfs-e2e]\naws_access_key_id = " + accessKey + "\naws_secret_access_key = " + secretKey + "\n"
@@ -52,6 +57,7 @@ func TestSharedCredentialsProfile(t *testing.T) {
 }
 
 func TestDaemonMountAndUnmount(t *testing.T) {
+	t.Parallel()
 	dir := mountDaemon(t, e2e.source())
 	checkOneFile(t, dir)
 	if pids := serverPids(dir); len(pids) == 0 {
@@ -66,6 +72,7 @@ func TestDaemonMountAndUnmount(t *testing.T) {
 }
 
 func TestForegroundSignalsUnmount(t *testing.T) {
+	t.Parallel()
 	for _, sig := range []syscall.Signal{syscall.SIGINT, syscall.SIGTERM} {
 		t.Run(sig.String(), func(t *testing.T) {
 			m := mountShardfs(t, e2e.data)
@@ -89,6 +96,7 @@ func TestForegroundSignalsUnmount(t *testing.T) {
 // TestMountHelp: `shardfs mount --help` explains every flag and names its
 // SHARDFS_* variable.
 func TestMountHelp(t *testing.T) {
+	t.Parallel()
 	r := runShardfs(e2e.env(), time.Minute, "mount", "--help")
 	if r.err != nil || r.code != 0 {
 		t.Fatalf("shardfs mount --help: exit %d, %v\n%s", r.code, r.err, r.stderr)
@@ -111,6 +119,7 @@ func TestMountHelp(t *testing.T) {
 }
 
 func TestVersion(t *testing.T) {
+	t.Parallel()
 	// "shardfs v1.2.3 go1.26.1", "shardfs (devel) (0123456789ab) go1.26.1"
 	want := regexp.MustCompile(`^shardfs \S+( \([0-9a-f]{12}\))? go1\.\d+\S*\n$`)
 	var first string
@@ -131,6 +140,7 @@ func TestVersion(t *testing.T) {
 // that points at the help explaining it: the program's before any command,
 // the command's after one.
 func TestUsageErrorNamesItsHelp(t *testing.T) {
+	t.Parallel()
 	for _, c := range []struct {
 		args []string
 		help string
@@ -165,6 +175,7 @@ func parseLs(t *testing.T, out string) []string {
 }
 
 func TestLsListsKeysAndSizes(t *testing.T) {
+	t.Parallel()
 	var want []string
 	for _, o := range e2e.objects {
 		want = append(want, strconv.FormatInt(o.size, 10)+"\t"+o.key)

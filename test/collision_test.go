@@ -1,3 +1,5 @@
+//go:build e2e
+
 package test
 
 import (
@@ -15,6 +17,7 @@ import (
 // with the object "nested" added. The directory must win, the object stay
 // hidden with a warning that names it, and every real shard read right.
 func TestKeyThatIsAlsoADirectory(t *testing.T) {
+	t.Parallel()
 	r := mustRun(t, e2e.env(), 2*time.Minute, "manifest", e2e.source(), "--endpoint-url", e2e.minio.url)
 	lines := strings.SplitAfter(strings.TrimSpace(r.stdout), "\n")
 	var entry map[string]any

@@ -1,3 +1,5 @@
+//go:build e2e
+
 package test
 
 import (
@@ -60,6 +62,7 @@ func sources() map[string]string {
 }
 
 func TestTwoReadersOfOneFile(t *testing.T) {
+	t.Parallel()
 	for name, source := range sources() {
 		t.Run(name, func(t *testing.T) {
 			m := mountShardfs(t, source)
@@ -71,6 +74,7 @@ func TestTwoReadersOfOneFile(t *testing.T) {
 }
 
 func TestEightReadersOfEightFiles(t *testing.T) {
+	t.Parallel()
 	for name, source := range sources() {
 		t.Run(name, func(t *testing.T) {
 			m := mountShardfs(t, source)

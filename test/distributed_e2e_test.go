@@ -1,3 +1,5 @@
+//go:build e2e
+
 package test
 
 import (
@@ -44,6 +46,7 @@ func init() {
 // fails. The node the mount talks to stopped: a read fails with EIO within
 // --retry-timeout (never hangs), and succeeds once the node is back.
 func TestDistributedMinIONodeFaults(t *testing.T) {
+	t.Parallel()
 	if os.Geteuid() != 0 {
 		t.Fatal("network namespaces need root (CI runs the tests as root)")
 	}
@@ -255,8 +258,13 @@ func distributedScenario(dir string) error {
 			return fmt.Errorf("shardfs after SIGTERM: %v", err)
 		}
 	case <-time.After(30 * time.Second):
-		mount.Process.Signal(syscall.SIGQUIT) // its goroutines, into the log
-		time.Sleep(time.Second)
+		mount.Process.Signal(syscall.SIGQUIT) // its goroutines, into the log, and exit
+		select {
+		case err := <-exited:
+			exited <- err // for the deferred stop
+		case <-time.After(10 * time.Second):
+			mount.Process.Kill()
+		}
 		return fmt.Errorf("shardfs still running 30 s after SIGTERM; its log:\n%s", logs.String())
 	}
 	if n := strings.Count(logs.String(), "\n"); n > 0 {

@@ -1,3 +1,5 @@
+//go:build e2e
+
 package test
 
 import (
@@ -104,6 +106,7 @@ func (r *checkedReader) read(m *fgMount, o object, fr *faultRun) readOutcome {
 		took := time.Since(start)
 		r.started.Store(0)
 		if n > 0 {
+			fr.firstBytes.CompareAndSwap(0, time.Now().UnixNano())
 			m, _ := io.ReadFull(want, ref[:n])
 			if m != n || !bytes.Equal(got[:n], ref[:n]) {
 				out.err = fmt.Errorf("%s: %w in the %d bytes at offset %d (first difference at +%d)",
@@ -139,9 +142,15 @@ type faultRun struct {
 	gate       chan struct{}
 	firstChunk chan struct{}
 	firstOnce  sync.Once
-	// tick, when set, is called with the time since the readers started,
-	// about every 250 ms: it turns timed faults on and off.
-	tick func(elapsed time.Duration)
+	// tick, when set, is called about every 250 ms with the time since the
+	// first bytes reached a reader (0 before): it turns timed faults on and
+	// off. Counted from there, not from the readers' start, a fault set a
+	// second in meets GETs whose bodies are arriving however long the mount
+	// takes to send its first ones.
+	tick func(sinceFirstBytes time.Duration)
+	// firstBytes is when the first bytes reached a reader (UnixNano), 0
+	// before.
+	firstBytes atomic.Int64
 }
 
 // run reads every object once and fails the test for any outcome that is
@@ -174,7 +183,6 @@ func (fr *faultRun) run(t *testing.T, release func()) []readOutcome {
 	}()
 	watchdog := time.NewTicker(250 * time.Millisecond)
 	defer watchdog.Stop()
-	started := time.Now()
 	hung := false
 	for finished := false; !finished; {
 		select {
@@ -182,7 +190,11 @@ func (fr *faultRun) run(t *testing.T, release func()) []readOutcome {
 			finished = true
 		case <-watchdog.C:
 			if fr.tick != nil && !hung {
-				fr.tick(time.Since(started))
+				var since time.Duration
+				if at := fr.firstBytes.Load(); at != 0 {
+					since = time.Since(time.Unix(0, at))
+				}
+				fr.tick(since)
 			}
 			for w := range readers {
 				if s := readers[w].started.Load(); s != 0 && !hung && time.Since(time.Unix(0, s)) > faultReadBound+faultMargin {
@@ -253,11 +265,14 @@ func dropPageCache(t *testing.T, path string) {
 // TestFaultToxics reads the whole data set through Toxiproxy in front of
 // MinIO while one toxic at a time is on.
 func TestFaultToxics(t *testing.T) {
+	t.Parallel()
 	tp := startToxiproxy(t)
-	// The reset and timeout toxics start a second into the read, so that
-	// they cut GETs whose bodies are arriving, and end a few seconds later.
-	// Each is on every connection (toxicity 1): the case cannot pass
-	// without the fault reaching a read.
+	// The reset and timeout toxics start soon after the first bytes reach
+	// the readers, while the large shard's GETs are mid-body (its 210 MiB,
+	// through a read-ahead of at most --max-prefetch at 20 MB/s per GET,
+	// take seconds), and end a few seconds later. Each is on every
+	// connection (toxicity 1), and a case fails if one never went on: it
+	// cannot pass without the fault reaching a read.
 	cases := []struct {
 		name        string
 		toxics      []timedToxic
@@ -275,7 +290,7 @@ func TestFaultToxics(t *testing.T) {
 		{"reset-peer", []timedToxic{
 			{toxic: toxic{Type: "bandwidth", Toxicity: 1, Attributes: map[string]any{"rate": 20_000}}},
 			{toxic: toxic{Type: "reset_peer", Toxicity: 1, Attributes: map[string]any{"timeout": 0}},
-				from: time.Second, until: 3 * time.Second},
+				from: 500 * time.Millisecond, until: 2500 * time.Millisecond},
 		}, true},
 		// Every connection is closed after 2 MB: every part GET of the
 		// large shard is cut mid-body.
@@ -300,13 +315,15 @@ func TestFaultToxics(t *testing.T) {
 			outcomes := fr.run(t, func() { sched.release(t) })
 			t.Logf("full read under %s took %v", c.name, time.Since(start).Round(time.Millisecond))
 			sched.release(t)
+			sched.checkApplied(t)
 			checkStillServing(t, m, outcomes, c.wantRetries)
 		})
 	}
 }
 
-// timedToxic is a toxic that is on from `from` after the readers start
-// until `until` (0: to the end of the read), or for good when it stays.
+// timedToxic is a toxic that is on from `from` after the first bytes reach
+// the readers until `until` after them (0: to the end of the read), or for
+// good when it stays.
 type timedToxic struct {
 	toxic
 	from, until time.Duration
@@ -349,16 +366,28 @@ func (s *toxicSchedule) release(t *testing.T) {
 	for i, on := range s.on {
 		if on && !s.toxics[i].stays {
 			s.proxy.remove(t, s.name(i))
-			s.on[i] = false
+			s.on[i], s.done[i] = false, true
 		}
 	}
 }
 
 func (s *toxicSchedule) name(i int) string { return fmt.Sprintf("%s-%d", s.prefix, i) }
 
+// checkApplied fails the test for a toxic that never went on: the read
+// ended before its time came, and the case checked nothing of it.
+func (s *toxicSchedule) checkApplied(t *testing.T) {
+	t.Helper()
+	for i, tx := range s.toxics {
+		if !s.on[i] && !s.done[i] {
+			t.Errorf("the %s toxic (%s) never went on: the read ended before %v after its first bytes, when it was due", tx.Type, s.name(i), tx.from)
+		}
+	}
+}
+
 // TestFaultStoreRestart stops a MinIO of its own while readers are in the
 // middle of the data set and starts it again on the same port and data.
 func TestFaultStoreRestart(t *testing.T) {
+	t.Parallel()
 	const outage = 5 * time.Second // well within --retry-timeout: reads should survive it
 	h := privateStore(t)
 	m := mountWith(t, e2e.env(), h.minio.url, h.source(), faultMountFlags()...)
@@ -456,6 +485,7 @@ func startSlowDownProxy(t *testing.T, every int64) *slowDownProxy {
 // every object still reads whole and correct, and the retries show in the
 // mount's statistics.
 func TestSlowDown(t *testing.T) {
+	t.Parallel()
 	p := startSlowDownProxy(t, 3)
 	m := mountWith(t, e2e.env(), p.url, e2e.source(), faultMountFlags()...)
 	var objs []object

@@ -1,3 +1,5 @@
+//go:build e2e
+
 package test
 
 import (
@@ -38,6 +40,7 @@ func writeRandomFiles(t *testing.T, dir string, sizes map[string]int) map[string
 // was deleted under the client, through the other paths), compared with
 // the source.
 func TestGDSClientThroughMount(t *testing.T) {
+	t.Parallel()
 	src := t.TempDir()
 	writeRandomFiles(t, src, map[string]int{"a.tar": 3<<20 + 123, "sub/b.tar": 9 << 20, "small.bin": 4096})
 	cache := []string{"--cache-dir", t.TempDir(), "--cache-size", "64MiB"}

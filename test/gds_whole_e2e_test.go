@@ -1,3 +1,5 @@
+//go:build e2e
+
 package test
 
 import (
@@ -19,6 +21,7 @@ import (
 // changed, for the old version's file; EACCES and no path for another
 // uid, which still reads the shard through the mount.
 func TestGDSWholeFileThroughMount(t *testing.T) {
+	t.Parallel()
 	u := newOtherUser(t)
 	shared := sharedDir(t)
 	helper := helperIn(t, shared)

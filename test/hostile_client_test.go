@@ -1,3 +1,5 @@
+//go:build e2e
+
 package test
 
 import (
@@ -54,6 +56,8 @@ func runHostileAction(action string, args []string) (map[string]any, error) {
 		return truncateDuringReads(mnt, args[1])
 	case "whole-file":
 		return wholeFile(mnt, args[1])
+	case "hold":
+		return hold(mnt, args[1])
 	}
 	return nil, fmt.Errorf("unknown action %q", action)
 }
@@ -296,6 +300,66 @@ func truncateDuringReads(mnt, shard string) (map[string]any, error) {
 	defer sf.Close()
 	sf.ReadAt(want, 0)
 	return map[string]any{"results": results, "final": final, "final_right": bytes.Equal(got, want)}, nil
+}
+
+// hold keeps the mount busy as a client that never lets go would: shard
+// open and half read, a ctl handle with a registered buffer and a lease,
+// and a READ into that buffer running in a loop. It prints one line once
+// all of that is held and keeps it until its stdin closes.
+func hold(mnt, shard string) (map[string]any, error) {
+	sf, err := os.Open(filepath.Join(mnt, shard))
+	if err != nil {
+		return nil, err
+	}
+	defer sf.Close()
+	fi, err := sf.Stat()
+	if err != nil {
+		return nil, err
+	}
+	if _, err := io.CopyN(io.Discard, sf, fi.Size()/2); err != nil {
+		return nil, err
+	}
+	ctl, err := os.Open(filepath.Join(mnt, ".shardfs", "ctl"))
+	if err != nil {
+		return nil, err
+	}
+	defer ctl.Close()
+	fd := int(ctl.Fd())
+	name, buf, err := ownShm(4<<20, false)
+	if err != nil {
+		return nil, err
+	}
+	defer os.Remove(buf.Name())
+	reply, err := call(fd, gds.CmdRegister, gds.RegisterReq{Name: name, Size: 4 << 20})
+	if err != nil {
+		return nil, fmt.Errorf("REGISTER: %w", err)
+	}
+	r, _ := gds.DecodeRegister(reply)
+	if _, err := call(fd, gds.CmdLease, gds.LeaseReq{Path: shard, Length: 1 << 20}); err != nil {
+		return nil, fmt.Errorf("LEASE: %w", err)
+	}
+	reads := map[string]int{}
+	var mu sync.Mutex
+	var stop atomic.Bool
+	var wg sync.WaitGroup
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		for !stop.Load() {
+			_, err := call(fd, gds.CmdRead, gds.ReadReq{Path: shard, Length: 4 << 20, BufID: r.BufID})
+			mu.Lock()
+			reads[errnoName(err)]++
+			mu.Unlock()
+			if err != nil {
+				return // the mount is gone
+			}
+		}
+	}()
+	fmt.Println(`{"holding":true}`)
+	io.Copy(io.Discard, os.Stdin)
+	stop.Store(true)
+	wg.Wait()
+	return map[string]any{"reads": reads}, nil
 }
 
 // wholeFile asks WHOLE_FILE for shard on the ctl file and on the shard's

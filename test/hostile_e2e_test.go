@@ -1,6 +1,10 @@
+//go:build e2e
+
 package test
 
 import (
+	"bufio"
+	"bytes"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -10,6 +14,7 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -22,17 +27,33 @@ type otherUser struct {
 	uid, gid int
 }
 
+// userdb serializes the test's changes to the user database and numbers
+// the users it creates.
+var userdb struct {
+	sync.Mutex
+	n int
+}
+
 // newOtherUser creates a system user for the test and removes it after.
 func newOtherUser(t *testing.T) otherUser {
 	t.Helper()
 	if os.Geteuid() != 0 {
 		t.Fatal("the hostile suite creates a second user and needs root (CI runs the tests as root)")
 	}
-	name := fmt.Sprintf("sfs-hostile-%d", os.Getpid()%100000)
+	// useradd locks /etc/passwd and fails rather than waits when another
+	// test holds the lock: tests running in parallel take turns.
+	userdb.Lock()
+	defer userdb.Unlock()
+	userdb.n++
+	name := fmt.Sprintf("sfs-hostile-%d-%d", os.Getpid()%100000, userdb.n)
 	if out, err := exec.Command("useradd", "--system", "--no-create-home", "--shell", "/usr/sbin/nologin", name).CombinedOutput(); err != nil {
 		t.Fatalf("useradd %s: %v\n%s", name, err, out)
 	}
-	t.Cleanup(func() { exec.Command("userdel", name).Run() })
+	t.Cleanup(func() {
+		userdb.Lock()
+		defer userdb.Unlock()
+		exec.Command("userdel", name).Run()
+	})
 	u, err := user.Lookup(name)
 	if err != nil {
 		t.Fatal(err)
@@ -178,6 +199,7 @@ func daemonRSS(t *testing.T, pid int) int64 {
 // shard reads right, the daemon's RSS and goroutines are where they were,
 // nothing is left pinned and the log grew by less than 1 MiB.
 func TestHostileClients(t *testing.T) {
+	t.Parallel()
 	u := newOtherUser(t)
 	shared := sharedDir(t)
 	helper := helperIn(t, shared)
@@ -316,9 +338,61 @@ func TestHostileClients(t *testing.T) {
 			if st["gds_refused_uid_limit_total"]+st["gds_refused_mount_limit_total"] == 0 || st["hint_refused_writes_total"] == 0 || st["hint_unknown_lines_total"] == 0 {
 				t.Errorf("refusals not counted in stats: %v", st)
 			}
+
+			// SIGTERM while a client holds the mount and never lets go:
+			// the daemon detaches it, exits 0 and says what held it.
+			release := holdMount(t, helper, clients[len(clients)-1], mnt, shard)
+			m.stop(t)
+			release()
+			if !strings.Contains(m.output.String(), "detached while files were open on the mount") {
+				t.Errorf("SIGTERM with a client holding files: the log does not say what held the mount; it ends:\n%s", lastLines(m.output.String(), 10))
+			}
 		})
 	}
 }
+
+// holdMount starts the hold action as c (nil: root) and returns once the
+// client holds the mount; the returned func lets it go and waits for it.
+func holdMount(t *testing.T, helper string, c *otherUser, mnt, shard string) (release func()) {
+	t.Helper()
+	argv := []string{helper, mnt, shard}
+	var cmd *exec.Cmd
+	if c != nil {
+		cmd = c.command(argv...)
+	} else {
+		cmd = exec.Command(argv[0], argv[1:]...)
+	}
+	cmd.Env = append(os.Environ(), hostileEnv+"=hold")
+	cmd.Stderr = os.Stderr
+	stdin, err := cmd.StdinPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	stdout, err := cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	out := bufio.NewReader(stdout)
+	release = func() {
+		stdin.Close()
+		rest, _ := io.ReadAll(out)
+		cmd.Wait()
+		t.Logf("the client that held the mount: %s", bytes.TrimSpace(rest))
+	}
+	line, err := out.ReadString('\n')
+	if err != nil || !strings.Contains(line, "holding") {
+		release()
+		t.Fatalf("hold: %q, %v", line, err)
+	}
+	return release
+}
+
+// settleTimeout bounds settledStats' wait: past it, what is still held is
+// a leak.
+const settleTimeout = 2 * time.Minute
 
 // hostileGets is the hostile-client mount's --max-concurrency.
 const hostileGets = 4
@@ -331,12 +405,16 @@ const hostileGets = 4
 // default 64 slots, 39 idle connections once stood for 78 of them.)
 const hostileGoroutineSlack = 10 + 2*2*hostileGets
 
-// settledStats reads the mount's stats once nothing is held any more (or
-// after 10 s): leases, buffers, read pins, and goroutines back to where
-// before had them, within hostileGoroutineSlack (before nil: any).
+// settledStats reads the mount's stats once nothing is held any more:
+// leases, buffers, read pins, and goroutines back to where before had
+// them, within hostileGoroutineSlack (before nil: any). The daemon lets go
+// of a client's handles when the kernel sends their RELEASEs, after the
+// client has exited: on a busy box that can take seconds, so the wait is
+// for the figures, with settleTimeout only as a bound on a leak that never
+// settles.
 func settledStats(t *testing.T, mnt string, before map[string]float64) map[string]float64 {
 	t.Helper()
-	deadline := time.Now().Add(10 * time.Second)
+	deadline := time.Now().Add(settleTimeout)
 	for {
 		st := mountStats(t, mnt)
 		settled := st["gds_leases"] == 0 && st["gds_buffers"] == 0 && st["cache_leases"] == 0 && st["prefetch_read_pins"] == 0
@@ -392,6 +470,7 @@ func hostileRound(t *testing.T, helper string, c *otherUser, mnt, shard string) 
 // A user who cannot mount sees fusermount's own reason on the terminal,
 // not only "fusermount exited with code 256".
 func TestMountFailureShowsFusermountReason(t *testing.T) {
+	t.Parallel()
 	u := newOtherUser(t)
 	shared := sharedDir(t)
 	bin := copyExecutable(t, e2e.bin, shared)
@@ -428,6 +507,7 @@ func TestMountFailureShowsFusermountReason(t *testing.T) {
 // filesystem cannot hold the default ring gets a smaller one, said on the
 // terminal; an explicit size that does not fit fails the mount in one line.
 func TestWarmedCacheIsUsedByAMountWithoutCacheSize(t *testing.T) {
+	t.Parallel()
 	dir := filepath.Join(t.TempDir(), "cache")
 	mustRun(t, e2e.env(), 5*time.Minute, append([]string{"warm", e2e.source(), "--cache-dir", dir, "--cache-size", "768MiB"}, e2e.endpoint()...)...)
 	m := mountShardfs(t, e2e.source(), "--cache-dir", dir)
@@ -465,6 +545,7 @@ func TestWarmedCacheIsUsedByAMountWithoutCacheSize(t *testing.T) {
 // before anything is read from it (the ring, the persisted listing), in
 // one line, and nothing is mounted.
 func TestMountRefusesAnUntrustedCacheDir(t *testing.T) {
+	t.Parallel()
 	shared := sharedDir(t)
 	cacheDir := filepath.Join(shared, "cache")
 	if err := os.Mkdir(cacheDir, 0o777); err != nil {

@@ -1,3 +1,5 @@
+//go:build e2e
+
 package test
 
 import (
@@ -123,6 +125,7 @@ func readIndex(t *testing.T, mnt, key string) []byte {
 // an index set (GNU long names, PAX headers, empty members, directories,
 // links), and building them fetches about twice the header bytes.
 func TestMemberIndexMatchesPythonTarfile(t *testing.T) {
+	t.Parallel()
 	set := generateIndexSet(t)
 	sets := []struct {
 		source string
@@ -174,6 +177,7 @@ func TestMemberIndexMatchesPythonTarfile(t *testing.T) {
 // store GET; a shard overwritten with new content (new ETag) and an index
 // file cut short on disk are built again, the latter logged and counted.
 func TestMemberIndexPersistsAcrossRemounts(t *testing.T) {
+	t.Parallel()
 	set := generateIndexSet(t)
 	prefix := "index/" + t.Name()
 	source := set.upload(t, prefix)
@@ -260,6 +264,7 @@ func cutPersistedIndex(t *testing.T, cache, key string) string {
 // than a scan; a sidecar that disagrees with its shard is ignored with one
 // logged, counted warning, and the index is still tarfile's.
 func TestMemberIndexUsesSidecars(t *testing.T) {
+	t.Parallel()
 	plain := generateIndexSet(t)
 	withIdx := generateIndexSet(t, "--sidecars")
 	bad := filepath.Join(withIdx.shards, "wds-pax.idx")
@@ -310,6 +315,7 @@ func TestMemberIndexUsesSidecars(t *testing.T) {
 // that cache dir then serves every index with no store GET. Bad input is
 // one line and a non-zero exit.
 func TestIndexCommand(t *testing.T) {
+	t.Parallel()
 	set := generateIndexSet(t)
 	source := set.upload(t, "index/"+t.Name())
 	var want []member

@@ -1,3 +1,5 @@
+//go:build e2e
+
 package test
 
 import (
@@ -137,6 +139,7 @@ func checkEpochs(t *testing.T, res loaderResult, want map[string]int, epochs int
 // TestLoaderEpochs: both example datasets under a plain DataLoader with 2
 // and 4 workers, two epochs each, on a fresh mount per worker count.
 func TestLoaderEpochs(t *testing.T) {
+	t.Parallel()
 	want := samplesPerShard(t)
 	const epochs = 2
 	for _, workers := range []int{2, 4} {
@@ -157,6 +160,7 @@ func TestLoaderEpochs(t *testing.T) {
 // TestLoaderRanksSplitShards: two ranks of the IterableDataset together see
 // every shard exactly once and no shard twice.
 func TestLoaderRanksSplitShards(t *testing.T) {
+	t.Parallel()
 	want := samplesPerShard(t)
 	m := mountShardfs(t, e2e.source())
 	seen := map[string]int{}
@@ -180,6 +184,7 @@ func TestLoaderRanksSplitShards(t *testing.T) {
 // different read sizes), every byte checked; once with the daemon as
 // built (with -race under SHARDFS_TEST_RACE=1) and once with GOMAXPROCS=1.
 func TestManyReaders(t *testing.T) {
+	t.Parallel()
 	shards := append(e2e.smallShards()[:15], mustLookup(t, largeKey))
 	chunkSizes := []int{4096, 1 << 20, 131072, 100_003}
 	var objs []object

@@ -1,3 +1,5 @@
+//go:build e2e
+
 package test
 
 import (
@@ -11,6 +13,7 @@ import (
 // TestDataLoaderReadsEveryShard: a PyTorch DataLoader with four workers
 // streams every shard through the mount and verifies every sample.
 func TestDataLoaderReadsEveryShard(t *testing.T) {
+	t.Parallel()
 	m := mountShardfs(t, e2e.source())
 	cmd := exec.Command(sysPython, filepath.Join(e2e.root, "scripts", "loader_read.py"), m.dir,
 		"--workers", "4", "--expect-samples", strconv.Itoa(e2e.samples))

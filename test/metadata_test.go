@@ -1,3 +1,5 @@
+//go:build e2e
+
 package test
 
 import (
@@ -18,6 +20,7 @@ import (
 // mount has no extended attributes, and later ones on any file do not.
 // Writes of xattrs are still refused with EROFS.
 func TestNoXattrsAnsweredByTheKernel(t *testing.T) {
+	t.Parallel()
 	m := mountShardfs(t, e2e.data, "--debug-fuse")
 	files := []string{m.path("shard-000000.tar"), m.path("shard-000001.tar"), m.path("nested/deeper")}
 	buf := make([]byte, 256)
@@ -62,6 +65,7 @@ func TestNoXattrsAnsweredByTheKernel(t *testing.T) {
 // listing sends one request for the top and one per run, however many
 // directories there are.
 func TestParallelListingMatchesOneStream(t *testing.T) {
+	t.Parallel()
 	const bucket = "meta-list"
 	content := map[string][]byte{}
 	for _, key := range []string{"a.c", "a-b.txt", "zz-top", "a/x", "a-b/y", "a./z", "a/deeper/w", "wrap/train/only"} {

@@ -1,3 +1,5 @@
+//go:build e2e
+
 package test
 
 import (
@@ -52,7 +54,7 @@ func TestStopWhileAnotherNamespaceHoldsTheMount(t *testing.T) {
 	if !strings.Contains(m.output.String(), "another mount namespace still holds the mount") {
 		t.Fatalf("no warning about the other namespace\noutput:\n%s", m.output.String())
 	}
-	if err := waitMountState(m.dir, false, nil, 5*time.Second); err != nil {
+	if err := waitMountState(m.dir, false, nil, unmountTimeout); err != nil {
 		t.Fatalf("mount still listed here: %v", err)
 	}
 }

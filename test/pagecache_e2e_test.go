@@ -1,3 +1,5 @@
+//go:build e2e
+
 package test
 
 import (
@@ -13,6 +15,7 @@ import (
 // into the reader's buffer; the bytes must be the same as through pages,
 // and a reader that maps a shard still can.
 func TestDirectIOServesEveryByte(t *testing.T) {
+	t.Parallel()
 	for name, source := range sources() {
 		t.Run(name, func(t *testing.T) {
 			m := mountShardfs(t, source, "--page-cache", "direct")

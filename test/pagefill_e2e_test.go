@@ -1,3 +1,5 @@
+//go:build e2e
+
 package test
 
 import (
@@ -16,6 +18,7 @@ import (
 // --page-cache direct the kernel keeps no pages: nothing is handed over,
 // and every read still comes out right.
 func TestShuffledSmallReadsAreServedFromFilledPages(t *testing.T) {
+	t.Parallel()
 	large, _ := lookup(e2e.objects, largeKey)
 	src := filepath.Join(e2e.data, filepath.FromSlash(large.key))
 	const span, size = 48 << 20, 4096 // the first 48 blocks: a dense pass over them

@@ -1,3 +1,5 @@
+//go:build e2e
+
 package test
 
 import (
@@ -13,6 +15,7 @@ import (
 )
 
 func TestS3MountIsReadOnly(t *testing.T) {
+	t.Parallel()
 	before, err := e2e.listBucket(e2e.bucket)
 	if err != nil {
 		t.Fatal(err)
@@ -29,6 +32,7 @@ func TestS3MountIsReadOnly(t *testing.T) {
 }
 
 func TestLocalMountIsReadOnly(t *testing.T) {
+	t.Parallel()
 	m := mountShardfs(t, e2e.data)
 	checkWritesFail(t, m.dir)
 	after, err := describeTree(e2e.data)

@@ -1,3 +1,5 @@
+//go:build e2e
+
 package test
 
 import (
@@ -60,6 +62,7 @@ func randomBytes(t *testing.T, n int) []byte {
 // version (EIO once its own are gone), and a refresh while the store is
 // unreachable keeps the tree as it was.
 func TestMetadataTTLRefresh(t *testing.T) {
+	t.Parallel()
 	const bucket = "meta-ttl"
 	const big = 32 << 20
 	before := randomBytes(t, big)
@@ -158,6 +161,7 @@ func TestMetadataTTLRefresh(t *testing.T) {
 // the same cache dir sends no LIST; once the listing is older than
 // --metadata-ttl a mount lists again.
 func TestRemountUsesPersistedListing(t *testing.T) {
+	t.Parallel()
 	cacheDir := t.TempDir()
 	flags := []string{"--cache-dir", cacheDir}
 	first := mountWith(t, e2e.env(), e2e.minio.url, e2e.source(), flags...)

@@ -1,3 +1,5 @@
+//go:build e2e
+
 package test
 
 import (
@@ -46,6 +48,7 @@ func buildMapIndex(t *testing.T) string {
 // sent at most 1.05 x the data set. (TestLoaderEpochs runs the map-style
 // epochs, schedule on, over kept pages.)
 func TestScheduledMapEpochTwoRanks(t *testing.T) {
+	t.Parallel()
 	want := samplesPerShard(t)
 	index := buildMapIndex(t)
 	data := tarBytes()
@@ -123,6 +126,7 @@ func TestScheduledMapEpochTwoRanks(t *testing.T) {
 // daemon's memory bounded, and every byte read afterwards (the scheduled
 // ranges first) equal to the source.
 func TestHostileScheduleLines(t *testing.T) {
+	t.Parallel()
 	shards := e2e.smallShards()[:3]
 	m := mountShardfs(t, e2e.source())
 	a, b, c := shards[0], shards[1], shards[2]

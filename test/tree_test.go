@@ -1,3 +1,5 @@
+//go:build e2e
+
 package test
 
 import (
@@ -19,11 +21,13 @@ import (
 )
 
 func TestS3MountMatchesBucket(t *testing.T) {
+	t.Parallel()
 	m := mountShardfs(t, e2e.source())
 	checkTree(t, m.dir, e2e.objects)
 }
 
 func TestLocalMountMatchesDirectory(t *testing.T) {
+	t.Parallel()
 	m := mountShardfs(t, e2e.data)
 	checkTree(t, m.dir, e2e.objects)
 }
@@ -262,6 +266,7 @@ func assertSameList(t *testing.T, what string, got, want []string) {
 // mount of the same listing, so tools that remember inodes (rsync, tar
 // --listed-incremental, du across runs) see the same files.
 func TestInodesStableAcrossMounts(t *testing.T) {
+	t.Parallel()
 	first, second := mountShardfs(t, e2e.source()), mountShardfs(t, e2e.source())
 	for _, o := range e2e.objects {
 		var a, b syscall.Stat_t

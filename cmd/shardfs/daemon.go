@@ -50,15 +50,23 @@ func daemonize(args []string, logPath string, terminal io.Writer) error {
 		return fmt.Errorf("starting the mount daemon: %w", err)
 	}
 	w.Close()
+	// Warnings are held until the outcome is known: they say what a ready
+	// mount does differently, so they are printed with a mount that came
+	// up. A mount that fails prints its one line only; the warnings it
+	// gave on the way are in the log.
+	var warnings []string
 	pipe := bufio.NewReader(r)
 	line, err := pipe.ReadString('\n')
 	line = strings.TrimSpace(line)
 	for strings.HasPrefix(line, warningPrefix) {
-		fmt.Fprintln(terminal, "shardfs: "+line)
+		warnings = append(warnings, line)
 		line, err = pipe.ReadString('\n')
 		line = strings.TrimSpace(line)
 	}
 	if line == "ready" {
+		for _, w := range warnings {
+			fmt.Fprintln(terminal, "shardfs: "+w)
+		}
 		return cmd.Process.Release()
 	}
 	waitErr := cmd.Wait()

@@ -143,11 +143,20 @@ func runMount(parent context.Context, logOut io.Writer, cfg mountConfig, source,
 	}
 	log.Info("signal received, unmounting", "mountpoint", mountpoint)
 	notifySystemd(daemon.SdNotifyStopping, log)
-	unmountServer(server, mountpoint, log)
+	how := unmountServer(server, mountpoint, log)
+	if how == stillServed {
+		// unmountServer has waited connectionGrace for the serve loops.
+		log.Warn(keptConnection, "mountpoint", mountpoint)
+		return nil
+	}
 	select {
 	case <-done:
 	case <-time.After(connectionGrace):
-		log.Warn(keptConnection, "mountpoint", mountpoint)
+		if how == detached {
+			log.Warn(keptOpenFiles, "mountpoint", mountpoint)
+		} else {
+			log.Warn(keptConnection, "mountpoint", mountpoint)
+		}
 	}
 	return nil
 }
@@ -158,14 +167,28 @@ func runMount(parent context.Context, logOut io.Writer, cfg mountConfig, source,
 // serve loops would wait on it for ever: the daemon exits after
 // connectionGrace instead, which closes the connection, and the copy
 // answers ENOTCONN.
+//
+// A mount detached lazily because files were open on it stays connected
+// the same way until they are closed; the daemon then also exits after
+// connectionGrace, and those files answer ENOTCONN.
 const (
 	connectionGrace = 5 * time.Second
 	keptConnection  = "unmounted here, but another mount namespace still holds the mount; exiting, which disconnects it there"
+	keptOpenFiles   = "detached while files were open on the mount, which still hold it; exiting, which disconnects them"
+)
+
+// unmountResult is how unmountServer left the mount.
+type unmountResult int
+
+const (
+	unmounted   unmountResult = iota // the kernel let go and the serve loops ended
+	stillServed                      // unmounted, but the serve loops ran on for connectionGrace
+	detached                         // busy: detached lazily, files open on it keep it connected
 )
 
 // unmountServer asks the kernel to let go; a busy mount (a reader still
 // holds a file) is detached lazily so the daemon can still exit cleanly.
-func unmountServer(server *fuse.Server, dir string, log *slog.Logger) {
+func unmountServer(server *fuse.Server, dir string, log *slog.Logger) unmountResult {
 	for attempt := 0; attempt < 3; attempt++ {
 		// Unmount also waits for the serve loops, which never end while
 		// another mount namespace holds the mount (see connectionGrace).
@@ -175,10 +198,10 @@ func unmountServer(server *fuse.Server, dir string, log *slog.Logger) {
 		select {
 		case err = <-result:
 		case <-time.After(connectionGrace):
-			return
+			return stillServed
 		}
 		if err == nil {
-			return
+			return unmounted
 		}
 		log.Warn("unmount failed, retrying", "mountpoint", dir, "err", err)
 		time.Sleep(200 * time.Millisecond)
@@ -186,4 +209,5 @@ func unmountServer(server *fuse.Server, dir string, log *slog.Logger) {
 	if err := lazyUnmount(context.Background(), dir); err != nil {
 		log.Error("lazy unmount failed", "mountpoint", dir, "err", err)
 	}
+	return detached
 }

@@ -16,8 +16,11 @@ import (
 
 // A daemonized mount's terminal is its parent's, which waits on the ready
 // pipe. What the user must see before the command returns goes through
-// that pipe: the warnings that change what the mount does, and the reason
-// fusermount gave for failing. Everything else goes to the log only.
+// that pipe: the warnings that change what the mount does, printed once
+// the mount is ready, and the one line saying why it failed (fusermount's
+// own reason among them). Everything else goes to the log only: retries
+// and other progress of a mount still trying, and the warnings of a mount
+// that failed.
 
 // maxTerminalWarnings bounds the warnings one mount prints at start: a
 // listing with thousands of unshowable keys says so in a few lines.
@@ -25,8 +28,9 @@ const maxTerminalWarnings = 10
 
 // EffectKey marks a warning that changes what the mount does (a smaller
 // ring, a key not shown): its value says how. Such warnings logged before a
-// daemonized mount is ready are printed on the terminal too; others (a GET
-// being retried) stay in the log. Packages use the literal "effect".
+// daemonized mount is ready are printed on the terminal too when it comes
+// up; others (a GET being retried) stay in the log. Packages use the
+// literal "effect".
 const EffectKey = "effect"
 
 // terminalWarnings is a slog.Handler that also sends each warning with an

@@ -228,9 +228,15 @@ func (r *ring) forgetLocked(n int64) {
 func (r *ring) claim(keys []blockKey) []int64 {
 	r.mu.Lock()
 	defer r.mu.Unlock()
+	// Every entry starts at -1, not at slot 0: the loop stops at the first
+	// key that finds no unpinned slot, and the keys after it must not be
+	// written over slot 0, which may hold another block, pinned by a reader
+	// or a lease, or be claimed by another writer.
 	out := make([]int64, len(keys))
-	for i, k := range keys {
+	for i := range out {
 		out[i] = -1
+	}
+	for i, k := range keys {
 		if _, ok := r.index[k]; ok {
 			continue
 		}

@@ -4,7 +4,7 @@
 #   systemd (systemd-analyze verify checks the unit),
 #   python3-venv, -pip, -setuptools, -wheel (to install the Python package offline),
 #   python3-matplotlib (the accelerator-utilization plot)
-#   Go-built tools, pinned, into .tools/bin: minio, toxiproxy-server
+#   Go-built tools, pinned, into .tools/bin: minio, toxiproxy-server, csi-sanity
 # Idempotent; a stamp per tool records the version it was built at.
 set -euo pipefail
 # shellcheck source=scripts/lib.sh
@@ -66,5 +66,6 @@ install_apt_packages
 check_go
 build_go_tool minio "$MINIO_PKG" "$MINIO_VERSION"
 build_go_tool toxiproxy-server "$TOXIPROXY_PKG" "$TOXIPROXY_VERSION"
+build_go_tool csi-sanity "$CSI_SANITY_PKG" "$CSI_SANITY_VERSION"
 check_fuse
 log "dependencies ready"

@@ -11,6 +11,8 @@ MINIO_PKG=github.com/minio/minio
 MINIO_VERSION=v0.0.0-20260212201848-7aac2a2c5b7c
 TOXIPROXY_PKG=github.com/Shopify/toxiproxy/v2/cmd/server
 TOXIPROXY_VERSION=v2.12.0
+CSI_SANITY_PKG=github.com/kubernetes-csi/csi-test/v5/cmd/csi-sanity
+CSI_SANITY_VERSION=v5.6.0
 
 # Debian's interpreter: it is the one python3-torch and python3-numpy install into.
 SYS_PYTHON=/usr/bin/python3

@@ -28,9 +28,11 @@ func checkPrerequisites(root string) error {
 	if _, err := exec.LookPath("go"); err != nil {
 		missing = append(missing, "go")
 	}
-	minio := filepath.Join(root, ".tools", "bin", "minio")
-	if st, err := os.Stat(minio); err != nil || st.Mode()&0o111 == 0 {
-		missing = append(missing, minio+" (run scripts/install-deps.sh)")
+	for _, tool := range []string{"minio", "toxiproxy-server", "csi-sanity"} {
+		bin := filepath.Join(root, ".tools", "bin", tool)
+		if st, err := os.Stat(bin); err != nil || st.Mode()&0o111 == 0 {
+			missing = append(missing, bin+" (run scripts/install-deps.sh)")
+		}
 	}
 	if out, err := exec.Command(sysPython, "-c", "import torch, numpy").CombinedOutput(); err != nil {
 		missing = append(missing, fmt.Sprintf("python3-torch and python3-numpy for %s (run scripts/install-deps.sh): %s",

@@ -7,7 +7,6 @@ import (
 	"strings"
 	"sync/atomic"
 	"testing"
-	"time"
 
 	"github.com/shardfs/shardfs/cache"
 	"github.com/shardfs/shardfs/store"
@@ -28,7 +27,8 @@ func TestNextObjectStartIsFetchedBeforeItIsOpened(t *testing.T) {
 	sa := s.Open(a)
 	readAll(ctx, t, sa, a, 4096)
 	sa.Close()
-	if st := s.Stats(); st.NextParts == 0 {
+	// Settled, every GET the spill started has reached the fetcher.
+	if st := settledStats(t, s); st.NextParts == 0 {
 		t.Fatal("reading a to its end prefetched nothing of b")
 	}
 	if n := f.getsAt("c.tar", 0); n != 0 {
@@ -132,9 +132,9 @@ func TestNextObjectRemembersReadShardsAcrossAListing(t *testing.T) {
 	s.SetOrder([]store.Object{a, b, c})
 	readAll(ctx, t, sa, a, 4096)
 	sa.Close()
+	settledStats(t, s)
 	if n := f.getsAt("b", 0); n != 1 {
 		t.Errorf("b fetched %d times from 0, want once: the new listing forgot it was read", n)
-
 	}
 }
 
@@ -190,7 +190,7 @@ func TestHintsPrefetchInOrderWithinBudget(t *testing.T) {
 	s := newTestScheduler(t, cfg, f, nil)
 	x, y, z := fakeObject("x", 100<<10), fakeObject("y", 100<<10), fakeObject("z", 100<<10)
 	s.Hint(x, y, z)
-	if n := s.Stats().HintParts; n != 2 {
+	if n := settledStats(t, s).HintParts; n != 2 {
 		t.Fatalf("%d hinted parts started, want 2 (prefetch may use half of a 4-part budget)", n)
 	}
 	if f.getsAt("z", 0) != 0 {
@@ -416,20 +416,26 @@ func TestCachedPartFallsBackToTheFetcher(t *testing.T) {
 // settledStats returns the scheduler's stats once no part is being filled
 // or handed to the Sink: a part's bytes are served before its GET's
 // accounting and Sink call end, and the part is let go only after both.
+// It waits for s.wg, which counts the goroutine of every GET: a GET that
+// ends starts the GETs that follow it before its own goroutine is done, so
+// s.wg reaches zero only once the last of them has ended. The test's
+// context only bounds a wait for a GET that never ends.
 func settledStats(t *testing.T, s *Scheduler) Stats {
 	t.Helper()
-	deadline := time.Now().Add(10 * time.Second)
-	for {
+	idle := make(chan struct{})
+	go func() {
+		s.wg.Wait()
+		close(idle)
+	}()
+	select {
+	case <-idle:
+		return s.Stats()
+	case <-testContext(t).Done():
 		s.mu.Lock()
 		running, sinking := s.gets.running, s.gets.sinking
 		s.mu.Unlock()
-		if running == 0 && sinking == 0 {
-			return s.Stats()
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("%d parts still being filled, %d being handed to the cache, after 10s", running, sinking)
-		}
-		time.Sleep(time.Millisecond)
+		t.Fatalf("%d parts still being filled, %d being handed to the cache, when the test's context ended", running, sinking)
+		return Stats{}
 	}
 }
 
@@ -485,7 +491,8 @@ func threeShards(t *testing.T) (context.Context, *Scheduler, *fakeFetcher, store
 
 // readBWhileAIsOpen opens a and b (b first when bFirst), reads b to its
 // end and closes it, then reads a to its end: a's window spills past its
-// end after b was read.
+// end after b was read. It returns once the GETs of the spill have ended,
+// so that the fetcher has counted them.
 func readBWhileAIsOpen(ctx context.Context, t *testing.T, s *Scheduler, a, b store.Object, bFirst bool) {
 	t.Helper()
 	var sa, sb *Stream
@@ -498,4 +505,5 @@ func readBWhileAIsOpen(ctx context.Context, t *testing.T, s *Scheduler, a, b sto
 	sb.Close()
 	readAll(ctx, t, sa, a, 4096)
 	sa.Close()
+	settledStats(t, s)
 }

@@ -6,7 +6,7 @@ import (
 	"sync"
 	"sync/atomic"
 	"testing"
-	"time"
+	"testing/synctest"
 
 	"github.com/shardfs/shardfs/store"
 )
@@ -40,31 +40,39 @@ func (f *trickleFetcher) ReadRange(ctx context.Context, obj store.Object, off in
 	return len(p), nil
 }
 
+// TestReadIsServedFromThePartOfAPartThatArrived: a read inside the bytes
+// of a part that have arrived returns while its GET still runs, and a read
+// past them waits for them. It runs in a synctest bubble: once every
+// goroutine waits, a read that has not returned is one that waits for
+// bytes only the fetcher's release brings.
 func TestReadIsServedFromThePartOfAPartThatArrived(t *testing.T) {
-	ctx := testContext(t)
-	f := &trickleFetcher{first: 2 << 10, release: make(chan struct{})}
-	s := newTestScheduler(t, smallConfig(), f, nil)
-	obj := fakeObject("trickle", 1<<20)
-	st := s.Open(obj)
-	defer st.Close()
+	synctest.Test(t, func(t *testing.T) {
+		ctx := testContext(t)
+		f := &trickleFetcher{first: 2 << 10, release: make(chan struct{})}
+		s := newTestScheduler(t, smallConfig(), f, nil)
+		obj := fakeObject("trickle", 1<<20)
+		st := s.Open(obj)
+		defer st.Close()
 
-	// The first 2 KiB of the first part are in: a read inside them returns
-	// while the GET is still running.
-	if err := readCheck(ctx, st, obj, make([]byte, 1000), 0); err != nil {
-		t.Fatal(err)
-	}
-	// A read past what arrived waits for it.
-	done := make(chan error, 1)
-	go func() { done <- readCheck(ctx, st, obj, make([]byte, 1000), 1500) }()
-	select {
-	case err := <-done:
-		t.Fatalf("a read past the arrived bytes returned (%v) before they arrived", err)
-	case <-time.After(50 * time.Millisecond):
-	}
-	close(f.release)
-	if err := <-done; err != nil {
-		t.Fatal(err)
-	}
+		// The first 2 KiB of the first part are in: a read inside them
+		// returns while the GET is still running.
+		if err := readCheck(ctx, st, obj, make([]byte, 1000), 0); err != nil {
+			t.Fatal(err)
+		}
+		// A read past what arrived waits for it.
+		done := make(chan error, 1)
+		go func() { done <- readCheck(ctx, st, obj, make([]byte, 1000), 1500) }()
+		synctest.Wait()
+		select {
+		case err := <-done:
+			t.Fatalf("a read past the arrived bytes returned (%v) before they arrived", err)
+		default:
+		}
+		close(f.release)
+		if err := <-done; err != nil {
+			t.Fatal(err)
+		}
+	})
 }
 
 func TestACancelledPartIsRefetchedNotServedPastWhatArrived(t *testing.T) {
@@ -87,39 +95,48 @@ func TestACancelledPartIsRefetchedNotServedPastWhatArrived(t *testing.T) {
 	}
 }
 
+// TestRandomReaderKeepsAPartItReadWhileItArrives: a random read served
+// from the first bytes of its part must not cancel the part's GET: the
+// next request of the same large read (the kernel splits them) follows
+// into the same part. It runs in a synctest bubble, so that the second
+// read is waiting on the part, still arriving, when its GET is let finish.
 func TestRandomReaderKeepsAPartItReadWhileItArrives(t *testing.T) {
-	// A random read served from the first bytes of its part must not
-	// cancel the part's GET: the next request of the same large read (the
-	// kernel splits them) follows into the same part.
-	ctx := testContext(t)
-	f := &trickleFetcher{first: 2 << 10, release: make(chan struct{})}
-	cfg := smallConfig()
-	s := newTestScheduler(t, cfg, f, nil)
-	obj := fakeObject("random", 1<<20)
-	st := s.Open(obj)
-	defer st.Close()
-	off := 10 * cfg.BlockSize // not 0: the handle starts random
-	if err := readCheck(ctx, st, obj, make([]byte, 1000), off); err != nil {
-		t.Fatal(err)
-	}
-	if st.policy.Sequential() {
-		t.Fatal("a first read away from 0 was taken as sequential")
-	}
-	done := make(chan error, 1)
-	go func() { done <- readCheck(ctx, st, obj, make([]byte, 2000), off+1000) }()
-	time.Sleep(20 * time.Millisecond)
-	close(f.release)
-	if err := <-done; err != nil {
-		t.Fatal(err)
-	}
-	if c := f.cancelled.Load(); c != 0 {
-		t.Fatalf("%d GETs cancelled, want 0", c)
-	}
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	if fmt.Sprint(f.offs) != fmt.Sprint([]int64{off, off + cfg.BlockSize}) {
-		t.Fatalf("GETs at %v, want one for the block read and one for the block after", f.offs)
-	}
+	synctest.Test(t, func(t *testing.T) {
+		ctx := testContext(t)
+		f := &trickleFetcher{first: 2 << 10, release: make(chan struct{})}
+		cfg := smallConfig()
+		s := newTestScheduler(t, cfg, f, nil)
+		obj := fakeObject("random", 1<<20)
+		st := s.Open(obj)
+		defer st.Close()
+		off := 10 * cfg.BlockSize // not 0: the handle starts random
+		if err := readCheck(ctx, st, obj, make([]byte, 1000), off); err != nil {
+			t.Fatal(err)
+		}
+		if st.policy.Sequential() {
+			t.Fatal("a first read away from 0 was taken as sequential")
+		}
+		done := make(chan error, 1)
+		go func() { done <- readCheck(ctx, st, obj, make([]byte, 2000), off+1000) }()
+		synctest.Wait()
+		select {
+		case err := <-done:
+			t.Fatalf("a read past the arrived bytes returned (%v) before they arrived", err)
+		default:
+		}
+		close(f.release)
+		if err := <-done; err != nil {
+			t.Fatal(err)
+		}
+		if c := f.cancelled.Load(); c != 0 {
+			t.Fatalf("%d GETs cancelled, want 0", c)
+		}
+		f.mu.Lock()
+		defer f.mu.Unlock()
+		if fmt.Sprint(f.offs) != fmt.Sprint([]int64{off, off + cfg.BlockSize}) {
+			t.Fatalf("GETs at %v, want one for the block read and one for the block after", f.offs)
+		}
+	})
 }
 
 // TestReadAheadWaitsForTheFirstBytesOfTheRead: while a read waits for the
@@ -155,21 +172,24 @@ func TestReadAheadWaitsForTheFirstBytesOfTheRead(t *testing.T) {
 }
 
 // TestReadAheadStartsOnTheFirstBytes: the deferred read-ahead starts as
-// soon as the read's GET delivers its first bytes, not when it ends.
+// soon as the read's GET delivers its first bytes, not when it ends. In a
+// synctest bubble, once every goroutine waits, the read-ahead's GET has
+// started or never will before the first GET ends.
 func TestReadAheadStartsOnTheFirstBytes(t *testing.T) {
-	ctx := testContext(t)
-	f := &trickleFetcher{first: 1024, release: make(chan struct{})}
-	s := newTestScheduler(t, smallConfig(), f, nil)
-	obj := fakeObject("a", 64<<10)
-	st := s.Open(obj)
-	defer st.Close()
-	defer close(f.release)
-	if err := readCheck(ctx, st, obj, make([]byte, 1024), 0); err != nil {
-		t.Fatal(err)
-	}
-	for deadline := time.Now().Add(10 * time.Second); f.gets.Load() < 2; time.Sleep(time.Millisecond) {
-		if time.Now().After(deadline) {
-			t.Fatalf("%d GETs: the read-ahead did not start while the first GET was still arriving", f.gets.Load())
+	synctest.Test(t, func(t *testing.T) {
+		ctx := testContext(t)
+		f := &trickleFetcher{first: 1024, release: make(chan struct{})}
+		s := newTestScheduler(t, smallConfig(), f, nil)
+		obj := fakeObject("a", 64<<10)
+		st := s.Open(obj)
+		defer st.Close()
+		if err := readCheck(ctx, st, obj, make([]byte, 1024), 0); err != nil {
+			t.Fatal(err)
 		}
-	}
+		synctest.Wait()
+		if n := f.gets.Load(); n < 2 {
+			t.Fatalf("%d GETs: the read-ahead did not start while the first GET was still arriving", n)
+		}
+		close(f.release)
+	})
 }

@@ -7,7 +7,7 @@ import (
 	"math/rand/v2"
 	"sync"
 	"testing"
-	"time"
+	"testing/synctest"
 
 	"github.com/shardfs/shardfs/cache"
 	"github.com/shardfs/shardfs/store"
@@ -268,51 +268,54 @@ func TestOneSampleReadOverAndOverStaysSparse(t *testing.T) {
 // The background parts of a dense object start while a read waits for the
 // first bytes of its own GET: they are what the next reads find, and held
 // back behind every read that missed they would start only in the gaps
-// between misses.
+// between misses. The test runs in a synctest bubble: once every goroutine
+// waits, with the read of block 40 waiting on its held GET, every GET that
+// starts before that one ends has started.
 func TestDensePartsStartWhileAReadWaits(t *testing.T) {
-	const bs = 1 << 20
-	cfg := DefaultConfig()
-	cfg.PartSize = bs // denseInFlight parts cover the first 16 blocks
-	c := newRingCache(t, bs, 256*bs)
-	obj := fakeObject("dense.tar", 64*bs)
-	held, later := int64(40*bs), int64(32*bs)
-	f := &fakeFetcher{
-		hold:    make(chan struct{}),
-		holdIf:  func(_ store.Object, off int64) bool { return off == held },
-		started: make(chan string, 1024),
-	}
-	s := newTestScheduler(t, cfg, f, c)
-	r := s.OpenReader(obj, false)
-	defer r.Close()
-	buf := make([]byte, 4096)
-	if _, _, err := r.ReadAt(testContext(t), buf, 10*bs); err != nil {
-		t.Fatalf("first read: %v", err)
-	}
-	done := make(chan error, 1)
-	go func() {
-		_, _, err := r.ReadAt(testContext(t), buf, held)
-		done <- err
-	}()
-	// Block 32 is fetched only once the parts before it are in: long after
-	// the read of block 40 started waiting.
-	key := func(off int64) string { return fmt.Sprintf("%s@%d", obj.Key, off) }
-	timeout := time.After(10 * time.Second)
-	for started := map[string]bool{}; !started[key(later)]; {
-		select {
-		case k := <-f.started:
-			started[k] = true
-		case <-timeout:
+	synctest.Test(t, func(t *testing.T) {
+		const bs = 1 << 20
+		cfg := DefaultConfig()
+		cfg.PartSize = bs // denseInFlight parts cover the first 16 blocks
+		c := newRingCache(t, bs, 256*bs)
+		obj := fakeObject("dense.tar", 64*bs)
+		held, later := int64(40*bs), int64(32*bs)
+		f := &fakeFetcher{
+			hold:    make(chan struct{}),
+			holdIf:  func(_ store.Object, off int64) bool { return off == held },
+			started: make(chan string, 1024),
+		}
+		s := newTestScheduler(t, cfg, f, c)
+		r := s.OpenReader(obj, false)
+		defer r.Close()
+		buf := make([]byte, 4096)
+		if _, _, err := r.ReadAt(testContext(t), buf, 10*bs); err != nil {
+			t.Fatalf("first read: %v", err)
+		}
+		done := make(chan error, 1)
+		go func() {
+			_, _, err := r.ReadAt(testContext(t), buf, held)
+			done <- err
+		}()
+		synctest.Wait()
+		// Block 32 is fetched only once the parts before it are in: long
+		// after the read of block 40 started waiting.
+		key := func(off int64) string { return fmt.Sprintf("%s@%d", obj.Key, off) }
+		started := map[string]bool{}
+		for len(f.started) > 0 {
+			started[<-f.started] = true
+		}
+		if !started[key(later)] {
 			t.Fatalf("block %d was not fetched while the read of block %d waited on its GET (started: %d GETs, block %d's among them: %v)",
 				later/bs, held/bs, len(started), held/bs, started[key(held)])
 		}
-	}
-	close(f.hold)
-	if err := <-done; err != nil {
-		t.Fatalf("read of block %d: %v", held/bs, err)
-	}
-	if want := wantBytes(obj, held, len(buf)); !bytes.Equal(buf, want) {
-		t.Errorf("block %d's bytes differ from the source", held/bs)
-	}
+		close(f.hold)
+		if err := <-done; err != nil {
+			t.Fatalf("read of block %d: %v", held/bs, err)
+		}
+		if want := wantBytes(obj, held, len(buf)); !bytes.Equal(buf, want) {
+			t.Errorf("block %d's bytes differ from the source", held/bs)
+		}
+	})
 }
 
 // A read of a dense object's block that no part covers yet fetches from

@@ -2,6 +2,7 @@ package prefetch
 
 import (
 	"testing"
+	"testing/synctest"
 
 	"github.com/shardfs/shardfs/store"
 )
@@ -63,30 +64,42 @@ func TestTheNextReadFetchesTheRestOfTheHeadPart(t *testing.T) {
 	}
 }
 
+// TestAReadPastTheHeadDuringItsGETDoesNotWaitForAnotherRead: a read that
+// wants bytes past a head while the head's GET runs gets them without a
+// further read of the object. The test runs in a synctest bubble, so that
+// both reads are made, and wait, before the head's GET answers.
 func TestAReadPastTheHeadDuringItsGETDoesNotWaitForAnotherRead(t *testing.T) {
-	ctx := testContext(t)
-	cfg := headConfig()
-	f := &fakeFetcher{hold: make(chan struct{}), holdIf: func(_ store.Object, off int64) bool { return off == 0 }}
-	s := newTestScheduler(t, cfg, f, nil)
-	obj := fakeObject("both", 16<<10)
-	st := s.Open(obj)
-	defer st.Close()
+	synctest.Test(t, func(t *testing.T) {
+		ctx := testContext(t)
+		cfg := headConfig()
+		f := &fakeFetcher{hold: make(chan struct{}), holdIf: func(_ store.Object, off int64) bool { return off == 0 }}
+		s := newTestScheduler(t, cfg, f, nil)
+		obj := fakeObject("both", 16<<10)
+		st := s.Open(obj)
+		defer st.Close()
 
-	first := make(chan error, 1)
-	go func() { first <- readCheck(ctx, st, obj, make([]byte, 100), 0) }()
-	waitFor(t, func() bool { return f.gets.Load() == 1 })
-	// A second read (the kernel's read-ahead) arrives while the head GET
-	// runs and wants bytes past it: the rest must follow the head without
-	// a third read.
-	second := make(chan error, 1)
-	go func() { second <- readCheck(ctx, st, obj, make([]byte, 2<<10), 2<<10) }()
-	waitFor(t, func() bool { return readsOf(s, obj) == 2 })
-	close(f.hold)
-	for _, c := range []chan error{first, second} {
-		if err := <-c; err != nil {
-			t.Fatal(err)
+		first := make(chan error, 1)
+		go func() { first <- readCheck(ctx, st, obj, make([]byte, 100), 0) }()
+		synctest.Wait()
+		if n := f.gets.Load(); n != 1 {
+			t.Fatalf("%d GETs while the first read waits on its head, want 1", n)
 		}
-	}
+		// A second read (the kernel's read-ahead) arrives while the head
+		// GET runs and wants bytes past it: the rest must follow the head
+		// without a third read.
+		second := make(chan error, 1)
+		go func() { second <- readCheck(ctx, st, obj, make([]byte, 2<<10), 2<<10) }()
+		synctest.Wait()
+		if n := readsOf(s, obj); n != 2 {
+			t.Fatalf("%d reads of the object recorded while both wait, want 2", n)
+		}
+		close(f.hold)
+		for _, c := range []chan error{first, second} {
+			if err := <-c; err != nil {
+				t.Fatal(err)
+			}
+		}
+	})
 }
 
 // readsOf is how many reads the scheduler has recorded on obj.

@@ -60,7 +60,8 @@ func TestPartLifecycles(t *testing.T) {
 
 // TestHeadPartIsParkedThenResumed follows a real head part through the
 // scheduler: fetching its head, parked after it with no GET slot, queued
-// again by the object's next read, then done.
+// again by the object's next read, then done. The states are looked at
+// once the scheduler is settled (settledStats): no GET left running.
 func TestHeadPartIsParkedThenResumed(t *testing.T) {
 	ctx := testContext(t)
 	cfg := headConfig()
@@ -77,15 +78,18 @@ func TestHeadPartIsParkedThenResumed(t *testing.T) {
 		defer s.mu.Unlock()
 		return s.partAt(st.o, 0).state
 	}
-	waitFor(t, func() bool { return state() == partParked })
-	s.mu.Lock()
-	running := s.gets.running
-	s.mu.Unlock()
-	if running != 0 {
-		t.Fatalf("%d GETs running while the head part is parked, want 0", running)
+	settled := settledStats(t, s)
+	if got := state(); got != partParked {
+		t.Fatalf("the head part is %s after its head arrived and no read followed, want %s", got, partParked)
+	}
+	if settled.Running != 0 {
+		t.Fatalf("%d GETs running while the head part is parked, want 0", settled.Running)
 	}
 	if err := readCheck(ctx, st, obj, make([]byte, 4096), 4096); err != nil {
 		t.Fatal(err)
 	}
-	waitFor(t, func() bool { return state() == partDone })
+	settledStats(t, s)
+	if got := state(); got != partDone {
+		t.Fatalf("the head part is %s after the next read and its GET ended, want %s", got, partDone)
+	}
 }

@@ -3,6 +3,7 @@ package prefetch
 import (
 	"bytes"
 	"testing"
+	"testing/synctest"
 	"time"
 
 	"github.com/shardfs/shardfs/cache"
@@ -102,41 +103,38 @@ func TestScheduledSampleReadBeforeItsPartIsNotFetchedAgain(t *testing.T) {
 // A loader that stops reading must not keep its objects the schedule's
 // for ever: once its owner has been idle scheduleHoldFor, the next
 // schedule event drops the ranges no part keeps, and reads of the object
-// are the density rule's again.
+// are the density rule's again. The test runs in a synctest bubble: the
+// scheduler's clock is the bubble's fake one, which moves only when the
+// test sleeps.
 func TestUnkeptRangesOfAnIdleOwnerAreDropped(t *testing.T) {
-	cfg := DefaultConfig()
-	cfg.Memory = 64 * mib
-	c := newRingCache(t, cfg.BlockSize, 64*mib)
-	s := newTestScheduler(t, cfg, &fakeFetcher{}, c)
-	obj := fakeObject("stopped.tar", 32*mib)
-	c.Put(obj, 0, wantBytes(obj, 0, int(8*mib)), cache.ForRandomRead) // blocks 0-7 in RAM: no part
-	var ranges []Scheduled
-	for i := range int64(8) {
-		ranges = append(ranges, Scheduled{Obj: obj, Off: i*mib + 3*kib, Len: 100 * kib})
-	}
-	s.Schedule(1, ranges)
-	s.Schedule(2, nil) // a schedule event while owner 1 is not idle: its ranges stay
-	if st := s.Stats(); st.ScheduleSkipped != 0 {
-		t.Fatalf("%d ranges of an owner that just scheduled them dropped", st.ScheduleSkipped)
-	}
-	s.mu.Lock()
-	q := s.sched.owners[1]
-	if q != nil {
-		q.active = time.Now().Add(-scheduleHoldFor - time.Second)
-	}
-	s.mu.Unlock()
-	if q == nil {
-		t.Fatal("the owner was forgotten with its ranges unread")
-	}
-	s.Schedule(2, nil) // the next event, owner 1 idle since scheduleHoldFor
-	st := settledStats(t, s)
-	if st.ScheduleSkipped != int64(len(ranges)) {
-		t.Errorf("%d ranges dropped, want the idle owner's %d", st.ScheduleSkipped, len(ranges))
-	}
-	for i := range int64(8) {
-		readScheduled(t, s, Scheduled{Obj: obj, Off: (16+i)*mib + 7, Len: kib})
-	}
-	if st := settledStats(t, s); st.DenseObjects != 1 {
-		t.Errorf("%d objects dense after eight random reads past an idle owner's schedule, want 1", st.DenseObjects)
-	}
+	synctest.Test(t, func(t *testing.T) {
+		cfg := DefaultConfig()
+		cfg.Memory = 64 * mib
+		c := newRingCache(t, cfg.BlockSize, 64*mib)
+		s := newTestScheduler(t, cfg, &fakeFetcher{}, c)
+		obj := fakeObject("stopped.tar", 32*mib)
+		c.Put(obj, 0, wantBytes(obj, 0, int(8*mib)), cache.ForRandomRead) // blocks 0-7 in RAM: no part
+		var ranges []Scheduled
+		for i := range int64(8) {
+			ranges = append(ranges, Scheduled{Obj: obj, Off: i*mib + 3*kib, Len: 100 * kib})
+		}
+		s.Schedule(1, ranges)
+		time.Sleep(scheduleHoldFor)
+		s.Schedule(2, nil) // a schedule event while owner 1 is not yet idle that long: its ranges stay
+		if st := s.Stats(); st.ScheduleSkipped != 0 {
+			t.Fatalf("%d ranges of an owner idle for no longer than scheduleHoldFor dropped", st.ScheduleSkipped)
+		}
+		time.Sleep(time.Second)
+		s.Schedule(2, nil) // the next event, owner 1 idle for longer than scheduleHoldFor
+		st := settledStats(t, s)
+		if st.ScheduleSkipped != int64(len(ranges)) {
+			t.Errorf("%d ranges dropped, want the idle owner's %d", st.ScheduleSkipped, len(ranges))
+		}
+		for i := range int64(8) {
+			readScheduled(t, s, Scheduled{Obj: obj, Off: (16+i)*mib + 7, Len: kib})
+		}
+		if st := settledStats(t, s); st.DenseObjects != 1 {
+			t.Errorf("%d objects dense after eight random reads past an idle owner's schedule, want 1", st.DenseObjects)
+		}
+	})
 }

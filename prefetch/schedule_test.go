@@ -253,9 +253,11 @@ func TestScheduleDropsRangesTheReaderWentPast(t *testing.T) {
 			t.Fatalf("read at %d: n=%d err=%v, or wrong bytes", r.Off, n, err)
 		}
 	}
-	read(ranges[last])                                                // more than scheduleReorder past ranges 0-6
-	waitFor(t, func() bool { return f.getsAt(obj.Key, 16*mib) == 1 }) // parts 0-6 let go: the window moved on
+	read(ranges[last]) // more than scheduleReorder past ranges 0-6
 	st := settledStats(t, s)
+	if got := f.getsAt(obj.Key, 16*mib); got != 1 {
+		t.Fatalf("the range past the window fetched %d times once the reader went past ranges 0-6, want once: their parts were not let go", got)
+	}
 	if st.ScheduleSkipped < 7 {
 		t.Errorf("%d ranges dropped as passed, want at least 7", st.ScheduleSkipped)
 	}
@@ -381,11 +383,11 @@ func TestScheduleOverCachedBlocksCopiesOnlyWhatTheRAMTierLacks(t *testing.T) {
 					t.Fatalf("read at %d: n=%d err=%v, or wrong bytes", r.Off, n, err)
 				}
 			}
-			if g := f.gets.Load(); g != 0 {
-				t.Errorf("%d GETs for blocks the cache held", g)
-			}
 			if st := settledStats(t, s); st.ScheduleInUseBytes != 0 || st.ScheduleQueued != 0 {
 				t.Errorf("after the reads: %d bytes held, %d ranges queued or kept", st.ScheduleInUseBytes, st.ScheduleQueued)
+			}
+			if g := f.gets.Load(); g != 0 {
+				t.Errorf("%d GETs for blocks the cache held", g)
 			}
 		})
 	}
@@ -408,10 +410,13 @@ func TestScheduleOfSmallShardsLetsPartsGoOnceCached(t *testing.T) {
 		ranges = append(ranges, Scheduled{Obj: fakeObject(fmt.Sprintf("s%d.tar", i), 8*mib), Off: 5, Len: 100 * kib})
 	}
 	s.Schedule(1, ranges)
-	waitFor(t, func() bool { return f.askedBytes.Load() == 64*mib && s.Stats().InUseBytes == 0 })
-	if st := settledStats(t, s); st.ScheduleInUseBytes != 0 || st.ScheduleQueued != 0 || st.ScheduleParts != 8 {
-		t.Errorf("after the shards arrived: %d bytes held for the schedule, %d ranges queued or kept, %d parts; want 0, 0, 8",
-			st.ScheduleInUseBytes, st.ScheduleQueued, st.ScheduleParts)
+	st := settledStats(t, s)
+	if asked := f.askedBytes.Load(); asked != 64*mib {
+		t.Fatalf("the schedule fetched %d bytes before any read, want the eight shards' %d", asked, 64*mib)
+	}
+	if st.InUseBytes != 0 || st.ScheduleInUseBytes != 0 || st.ScheduleQueued != 0 || st.ScheduleParts != 8 {
+		t.Errorf("after the shards arrived: %d bytes held, %d of them for the schedule, %d ranges queued or kept, %d parts; want 0, 0, 0, 8",
+			st.InUseBytes, st.ScheduleInUseBytes, st.ScheduleQueued, st.ScheduleParts)
 	}
 	for _, r := range ranges {
 		rd := s.OpenReader(r.Obj, false)
@@ -454,16 +459,14 @@ func TestScheduleLeavesHalfTheGETSlotsToReads(t *testing.T) {
 		t.Fatalf("a read beside the schedule: n=%d err=%v, or wrong bytes", n, err)
 	}
 	close(release)
-	// Every scheduled GET started: the last two slots' goroutines may
-	// reach the store in either order.
-	waitFor(t, func() bool {
-		for i := range int64(6) {
-			if f.getsAt(big.Key, i*16*mib) != 1 {
-				return false
-			}
+	// Every scheduled GET ran once the scheduler settled: each that ended
+	// started the next.
+	settledStats(t, s)
+	for i := range int64(6) {
+		if got := f.getsAt(big.Key, i*16*mib); got != 1 {
+			t.Errorf("the scheduled range at %d MiB fetched %d times, want once", i*16, got)
 		}
-		return true
-	})
+	}
 	if g := f.gets.Load(); g != 7 {
 		t.Errorf("%d GETs, want the schedule's 6 and the read's", g)
 	}

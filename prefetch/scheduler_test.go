@@ -10,6 +10,7 @@ import (
 	"sync"
 	"sync/atomic"
 	"testing"
+	"testing/synctest"
 	"time"
 
 	"github.com/shardfs/shardfs/store"
@@ -27,7 +28,10 @@ func smallConfig() Config {
 	return cfg
 }
 
-// testContext bounds a test's reads so a hang fails rather than stalls.
+// testContext bounds a test's reads so a hang fails rather than stalls: a
+// guard, not a measure of speed. In a synctest bubble its clock is the
+// bubble's, which reaches the deadline only once every goroutine has
+// waited that long, that is on a deadlock.
 func testContext(t *testing.T) context.Context {
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	t.Cleanup(cancel)
@@ -112,6 +116,7 @@ func TestRandomSmallReadsFetchAtMostTwoBlocksEach(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
+	settledStats(t, s) // every GET the reads started has asked
 	if asked, limit := f.askedBytes.Load(), int64(reads)*2*cfg.BlockSize; asked > limit {
 		t.Fatalf("%d random 4 KiB reads asked the store for %d bytes, more than 2 blocks each (%d)", reads, asked, limit)
 	}
@@ -280,55 +285,52 @@ func TestTwoStreamsShareOneGET(t *testing.T) {
 	}
 }
 
-// waitFor polls a condition that no channel reports.
-func waitFor(t *testing.T, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(30 * time.Second)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatal("condition not reached")
-		}
-		runtime.Gosched()
-	}
-}
-
+// TestCloseCancelsFetchesAndStopsEverything: Close cancels every GET,
+// fails every read waiting on one with ErrClosed, and leaves no goroutine
+// behind; a read after Close fails with ErrClosed. The test runs in a
+// synctest bubble: synctest.Wait returns once the readers' goroutines have
+// exited, so that the goroutines left are counted without polling.
 func TestCloseCancelsFetchesAndStopsEverything(t *testing.T) {
-	ctx := testContext(t)
-	before := runtime.NumGoroutine()
-	cfg := smallConfig()
-	f := &fakeFetcher{hold: make(chan struct{}), started: make(chan string, 1000)}
-	s := NewScheduler(cfg, f, nil, nil)
-	errs := make(chan error, 8)
-	for i := range 8 {
-		obj := fakeObject(fmt.Sprintf("o%d", i), 1<<20)
-		st := s.Open(obj)
-		go func() {
-			_, err := st.ReadAt(ctx, make([]byte, 64<<10), 0)
-			errs <- err
-		}()
-	}
-	for range 8 {
-		<-f.started
-	}
-	s.Close()
-	for range 8 {
-		if err := <-errs; !errors.Is(err, ErrClosed) {
-			t.Fatalf("read during Close returned %v, want ErrClosed", err)
+	synctest.Test(t, func(t *testing.T) {
+		ctx := testContext(t)
+		before := runtime.NumGoroutine()
+		cfg := smallConfig()
+		f := &fakeFetcher{hold: make(chan struct{}), started: make(chan string, 1000)}
+		s := NewScheduler(cfg, f, nil, nil)
+		errs := make(chan error, 8)
+		for i := range 8 {
+			obj := fakeObject(fmt.Sprintf("o%d", i), 1<<20)
+			st := s.Open(obj)
+			go func() {
+				_, err := st.ReadAt(ctx, make([]byte, 64<<10), 0)
+				errs <- err
+			}()
 		}
-	}
-	if f.running() != 0 {
-		t.Fatalf("%d GETs still running after Close", f.running())
-	}
-	if f.cancelled.Load() == 0 {
-		t.Fatal("no GET saw its context cancelled")
-	}
-	st := s.Open(fakeObject("late", 10))
-	if _, err := st.ReadAt(ctx, make([]byte, 1), 0); !errors.Is(err, ErrClosed) {
-		t.Fatalf("read after Close returned %v, want ErrClosed", err)
-	}
-	st.Close()
-	// The readers above exit once they return; allow them to finish.
-	waitFor(t, func() bool { return runtime.NumGoroutine() <= before })
+		for range 8 {
+			<-f.started
+		}
+		s.Close()
+		for range 8 {
+			if err := <-errs; !errors.Is(err, ErrClosed) {
+				t.Fatalf("read during Close returned %v, want ErrClosed", err)
+			}
+		}
+		if f.running() != 0 {
+			t.Fatalf("%d GETs still running after Close", f.running())
+		}
+		if f.cancelled.Load() == 0 {
+			t.Fatal("no GET saw its context cancelled")
+		}
+		st := s.Open(fakeObject("late", 10))
+		if _, err := st.ReadAt(ctx, make([]byte, 1), 0); !errors.Is(err, ErrClosed) {
+			t.Fatalf("read after Close returned %v, want ErrClosed", err)
+		}
+		st.Close()
+		synctest.Wait()
+		if n := runtime.NumGoroutine(); n > before {
+			t.Fatalf("%d goroutines after Close and the reads it failed, %d before the scheduler started", n, before)
+		}
+	})
 }
 
 func TestStreamCloseCancelsItsReadAheadAndFreesBudget(t *testing.T) {
@@ -393,6 +395,7 @@ func TestFetchErrorsSurfaceWrappedAndAreRetried(t *testing.T) {
 	if _, err := sb.ReadAt(ctx, buf, 0); !errors.Is(err, flaky) {
 		t.Fatalf("first read: %v, want the fetch error", err)
 	}
+	settledStats(t, s2) // a Sink call would follow the read's answer
 	if sink.has("b", 0) {
 		t.Fatal("a failed part reached the cache")
 	}

@@ -5,7 +5,7 @@
 # E2E_COUNT times (daemon built with -race, as scripts/test.sh runs them).
 # Prints one table (test, runs per mode, failures), also written to
 # .work/flakes/table.md, and exits non-zero when any run failed.
-#   bash scripts/flakes.sh                       (COUNT=50 E2E_COUNT=10)
+#   bash scripts/flakes.sh                       (COUNT=50 HOG_COUNT=COUNT E2E_COUNT=10)
 #   COUNT=10 E2E_COUNT=2 bash scripts/flakes.sh  (a shorter hunt)
 #   MODES="race hog" bash scripts/flakes.sh      (some of: race gomaxprocs1 hog e2e)
 # Every run of every mode is recorded, failed or not; a mode that could not
@@ -16,6 +16,7 @@ source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
 cd "$SHARDFS_ROOT"
 
 COUNT=${COUNT:-50}
+HOG_COUNT=${HOG_COUNT:-$COUNT}
 E2E_COUNT=${E2E_COUNT:-10}
 MODES=${MODES:-race gomaxprocs1 hog e2e}
 OUT=$WORK_DIR/flakes
@@ -62,7 +63,7 @@ for mode in $MODES; do
 	gomaxprocs1) GOMAXPROCS=1 go_json gomaxprocs1 -count="$COUNT" -timeout 3h ./... ;;
 	hog)
 		start_hog
-		go_json hog -race -count="$COUNT" -timeout 3h ./...
+		go_json hog -race -count="$HOG_COUNT" -timeout 3h ./...
 		stop_hog
 		;;
 	e2e)
@@ -80,6 +81,6 @@ done
 status=0
 "$OUT/flaketable" "${args[@]}" >"$OUT/table.md" || status=$?
 cat "$OUT/table.md"
-printf '\nCOUNT=%s E2E_COUNT=%s at %s on %s (%s cores)\n' "$COUNT" "$E2E_COUNT" "$(git rev-parse --short HEAD)$(git diff --quiet || echo +changes)" "$(hostname)" "$(nproc)"
+printf '\nCOUNT=%s HOG_COUNT=%s E2E_COUNT=%s at %s on %s (%s cores)\n' "$COUNT" "$HOG_COUNT" "$E2E_COUNT" "$(git rev-parse --short HEAD)$(git diff --quiet || echo +changes)" "$(hostname)" "$(nproc)"
 [ "$status" -eq 0 ] || log "flakes: some runs failed; the go test output is in $OUT/*.json and $OUT/*.stderr"
 exit "$status"

@@ -13,12 +13,13 @@ set -euo pipefail
 source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
 cd "$SHARDFS_ROOT"
 
+install_start=$SECONDS
 bash scripts/install-deps.sh
+timings=("$(printf '%5ds  %s' $((SECONDS - install_start)) "install-deps.sh")")
 
 GO_TEST_FLAGS=${GO_TEST_FLAGS:-}
 failed=()
 
-timings=()
 run_step() {
 	local name=$1
 	shift

@@ -4,7 +4,8 @@
 # detector while a CPU hog keeps every core busy; then every end-to-end test
 # E2E_COUNT times (daemon built with -race, as scripts/test.sh runs them).
 # Prints one table (test, runs per mode, failures), also written to
-# .work/flakes/table.md, and exits non-zero when any run failed.
+# .work/flakes/table.md, then the same by package (.work/flakes/packages.md),
+# and exits non-zero when any run failed.
 #   bash scripts/flakes.sh                       (COUNT=50 HOG_COUNT=COUNT E2E_COUNT=10)
 #   COUNT=10 E2E_COUNT=2 bash scripts/flakes.sh  (a shorter hunt)
 #   MODES="race hog" bash scripts/flakes.sh      (some of: race gomaxprocs1 hog e2e)
@@ -80,7 +81,10 @@ for mode in $MODES; do
 done
 status=0
 "$OUT/flaketable" "${args[@]}" >"$OUT/table.md" || status=$?
+"$OUT/flaketable" -packages "${args[@]}" >"$OUT/packages.md" || true
 cat "$OUT/table.md"
+printf '\nBy package (also in %s):\n' "$OUT/packages.md"
+cat "$OUT/packages.md"
 printf '\nCOUNT=%s HOG_COUNT=%s E2E_COUNT=%s at %s on %s (%s cores)\n' "$COUNT" "$HOG_COUNT" "$E2E_COUNT" "$(git rev-parse --short HEAD)$(git diff --quiet || echo +changes)" "$(hostname)" "$(nproc)"
 [ "$status" -eq 0 ] || log "flakes: some runs failed; the go test output is in $OUT/*.json and $OUT/*.stderr"
 exit "$status"

@@ -3,7 +3,10 @@
 // those runs failed. scripts/flakes.sh runs it over the streams of a flake
 // hunt; it never runs a test itself.
 //
-//	flaketable MODE=FILE [MODE=FILE ...]
+//	flaketable [-packages] MODE=FILE [MODE=FILE ...]
+//
+// With -packages, a row is a package: how many of its tests ran, and the
+// runs and failures of all of them together.
 //
 // A FILE is the -json output of one `go test` command; MODE names the
 // column it counts in (race, gomaxprocs1, hog, e2e). A package that failed
@@ -15,6 +18,7 @@ package main
 import (
 	"bufio"
 	"encoding/json"
+	"flag"
 	"fmt"
 	"io"
 	"os"
@@ -35,11 +39,21 @@ type tally struct{ runs, fails int }
 
 // table is every row's tally per mode.
 type table struct {
-	modes []string
-	rows  map[string]map[string]*tally
+	modes     []string
+	byPackage bool
+	rows      map[string]map[string]*tally
+	rowTests  map[string]map[string]bool // by package: the tests counted in each row
 }
 
 func (t *table) add(mode, row string, failed bool) {
+	if t.byPackage {
+		pkg, test, _ := strings.Cut(row, ".")
+		if t.rowTests[pkg] == nil {
+			t.rowTests[pkg] = map[string]bool{}
+		}
+		t.rowTests[pkg][test] = true
+		row = pkg
+	}
 	if t.rows[row] == nil {
 		t.rows[row] = map[string]*tally{}
 	}
@@ -105,10 +119,18 @@ func (t *table) print(w io.Writer) (failures int) {
 		}
 		return names[i] < names[j]
 	})
-	fmt.Fprintf(w, "| test | %s | failures |\n|---|", strings.Join(t.modes, " runs | ")+" runs")
+	first := "test"
+	if t.byPackage {
+		first = "package (tests)"
+	}
+	fmt.Fprintf(w, "| %s | %s | failures |\n|---|", first, strings.Join(t.modes, " runs | ")+" runs")
 	fmt.Fprintf(w, "%s---|\n", strings.Repeat("---|", len(t.modes)))
 	for _, name := range names {
-		fmt.Fprintf(w, "| %s |", name)
+		if t.byPackage {
+			fmt.Fprintf(w, "| %s (%d) |", name, len(t.rowTests[name]))
+		} else {
+			fmt.Fprintf(w, "| %s |", name)
+		}
 		for _, mode := range t.modes {
 			if c := t.rows[name][mode]; c != nil {
 				fmt.Fprintf(w, " %d |", c.runs)
@@ -123,12 +145,14 @@ func (t *table) print(w io.Writer) (failures int) {
 }
 
 func main() {
-	if len(os.Args) < 2 {
-		fmt.Fprintln(os.Stderr, "usage: flaketable MODE=FILE [MODE=FILE ...]")
+	byPackage := flag.Bool("packages", false, "a row per package instead of per test")
+	flag.Parse()
+	if flag.NArg() < 1 {
+		fmt.Fprintln(os.Stderr, "usage: flaketable [-packages] MODE=FILE [MODE=FILE ...]")
 		os.Exit(2)
 	}
-	t := &table{rows: map[string]map[string]*tally{}}
-	for _, arg := range os.Args[1:] {
+	t := &table{rows: map[string]map[string]*tally{}, rowTests: map[string]map[string]bool{}, byPackage: *byPackage}
+	for _, arg := range flag.Args() {
 		mode, file, ok := strings.Cut(arg, "=")
 		if !ok || mode == "" {
 			fmt.Fprintf(os.Stderr, "flaketable: %q: want MODE=FILE\n", arg)

@@ -6,6 +6,8 @@ import (
 	"fmt"
 	"hash/fnv"
 	"io"
+	"regexp"
+	"runtime"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -241,4 +243,34 @@ func readCheck(ctx context.Context, st *Stream, obj store.Object, buf []byte, of
 		return fmt.Errorf("read %s at %d: wrong bytes", obj.Key, off)
 	}
 	return nil
+}
+
+// bubbleGoroutines counts the goroutines of the caller's synctest bubble,
+// whose traceback headers name it ("goroutine 7 [select, synctest bubble
+// 3]:"). Goroutines outside it (other tests', the runtime's) come and go on
+// their own time and are left out.
+func bubbleGoroutines(t *testing.T) int {
+	t.Helper()
+	bubbleOf := regexp.MustCompile(`^goroutine \d+ \[[^\n]*, synctest bubble (\d+)\b`)
+	own := make([]byte, 256)
+	m := bubbleOf.FindSubmatch(own[:runtime.Stack(own, false)])
+	if m == nil {
+		t.Fatalf("bubbleGoroutines called outside a synctest bubble: %s", own)
+	}
+	all := make([]byte, 1<<20)
+	for {
+		n := runtime.Stack(all, true)
+		if n < len(all) {
+			all = all[:n]
+			break
+		}
+		all = make([]byte, 2*len(all))
+	}
+	count := 0
+	for _, line := range bytes.Split(all, []byte("\n")) {
+		if g := bubbleOf.FindSubmatch(line); g != nil && bytes.Equal(g[1], m[1]) {
+			count++
+		}
+	}
+	return count
 }

@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"io"
 	"math/rand/v2"
-	"runtime"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -293,7 +292,7 @@ func TestTwoStreamsShareOneGET(t *testing.T) {
 func TestCloseCancelsFetchesAndStopsEverything(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		ctx := testContext(t)
-		before := runtime.NumGoroutine()
+		before := bubbleGoroutines(t)
 		cfg := smallConfig()
 		f := &fakeFetcher{hold: make(chan struct{}), started: make(chan string, 1000)}
 		s := NewScheduler(cfg, f, nil, nil)
@@ -327,7 +326,7 @@ func TestCloseCancelsFetchesAndStopsEverything(t *testing.T) {
 		}
 		st.Close()
 		synctest.Wait()
-		if n := runtime.NumGoroutine(); n > before {
+		if n := bubbleGoroutines(t); n > before {
 			t.Fatalf("%d goroutines after Close and the reads it failed, %d before the scheduler started", n, before)
 		}
 	})

@@ -11,6 +11,7 @@ import (
 	"os/signal"
 	"path/filepath"
 	"strings"
+	"sync"
 	"syscall"
 	"time"
 
@@ -65,8 +66,12 @@ func csiCommand() *cli.Command {
 // csiMountArgs is the mount command line of a CSI volume: its options go
 // through the fstab parser and the mount command's own flag checks, so a
 // bad option fails with the line the CLI prints for it, before anything
-// is started.
+// is started. Calls take turns (csiParsing): the Node service publishes
+// volumes at once, and the CLI library's flags shared by every app (its
+// help flag among them) are written by each parse.
 func csiMountArgs(source, target string, options []string) ([]string, error) {
+	csiParsing.Lock()
+	defer csiParsing.Unlock()
 	app := newApp()
 	mount := findCommand(app.Commands, "mount")
 	args := []string{"shardfs", "mount", source, target}
@@ -93,6 +98,9 @@ func csiMountArgs(source, target string, options []string) ([]string, error) {
 	}
 	return args[1:], nil
 }
+
+// csiParsing serializes csiMountArgs.
+var csiParsing sync.Mutex
 
 // daemonMounter runs this binary's mount command, which daemonizes, for
 // each volume; the daemons outlive the plugin (their own session), so a

@@ -141,7 +141,8 @@ func privateStore(t *testing.T) *harness {
 	return &h
 }
 
-// newBucket creates bucket in the shared MinIO with the given objects.
+// newBucket creates bucket in the shared MinIO holding the given objects
+// and nothing else.
 func newBucket(t *testing.T, bucket string, content map[string][]byte) {
 	t.Helper()
 	dir := t.TempDir()
@@ -157,7 +158,9 @@ func newBucket(t *testing.T, bucket string, content map[string][]byte) {
 	if err := e2e.rclone("mkdir", ":s3:"+bucket); err != nil {
 		t.Fatal(err)
 	}
-	if err := e2e.rclone("copy", "--transfers", "4", dir, ":s3:"+bucket); err != nil {
+	// sync, not copy: objects an earlier run of the test left in the
+	// bucket go (go test -count runs a test again against the same MinIO).
+	if err := e2e.rclone("sync", "--transfers", "4", dir, ":s3:"+bucket); err != nil {
 		t.Fatal(err)
 	}
 }

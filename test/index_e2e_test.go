@@ -100,11 +100,13 @@ func (s indexSet) want(t *testing.T, key string) []byte {
 	return b
 }
 
-// upload copies the set's shards under prefix of the test bucket and
+// upload makes prefix of the test bucket hold the set's shards alone and
 // returns its s3:// source.
 func (s indexSet) upload(t *testing.T, prefix string) string {
 	t.Helper()
-	if err := e2e.rclone("copy", s.shards, ":s3:"+e2e.bucket+"/"+prefix); err != nil {
+	// sync, not copy: what an earlier run of the test added under prefix
+	// goes (go test -count runs a test again against the same MinIO).
+	if err := e2e.rclone("sync", s.shards, ":s3:"+e2e.bucket+"/"+prefix); err != nil {
 		t.Fatal(err)
 	}
 	return "s3://" + e2e.bucket + "/" + prefix

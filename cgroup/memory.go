@@ -1,7 +1,6 @@
 package cgroup
 
 import (
-	"bufio"
 	"errors"
 	"fmt"
 	"io/fs"
@@ -10,6 +9,8 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+
+	"github.com/moby/sys/mountinfo"
 )
 
 // Limit is a memory limit of a cgroup.
@@ -115,58 +116,24 @@ type mount struct {
 
 type mounts []mount
 
+// readMounts reads the mount table at name (a /proc/PID/mountinfo),
+// parsed by moby/sys/mountinfo, which also undoes the kernel's octal
+// escapes in paths.
 func readMounts(name string) (mounts, error) {
 	f, err := os.Open(name)
 	if err != nil {
 		return nil, err
 	}
 	defer f.Close()
-	var ms mounts
-	sc := bufio.NewScanner(f)
-	sc.Buffer(nil, 1<<20)
-	for sc.Scan() {
-		// ID PARENT MAJ:MIN ROOT POINT OPTIONS [OPTIONAL...] - FSTYPE SOURCE SUPEROPTIONS
-		fields := strings.Fields(sc.Text())
-		sep := -1
-		for i := 6; i < len(fields); i++ {
-			if fields[i] == "-" {
-				sep = i
-				break
-			}
-		}
-		if sep < 0 || sep+1 >= len(fields) {
-			return nil, fmt.Errorf("%s: malformed line %q", name, sc.Text())
-		}
-		m := mount{root: unescape(fields[3]), point: unescape(fields[4]), fstype: fields[sep+1]}
-		if sep+3 < len(fields) {
-			m.superOptions = fields[sep+3]
-		}
-		ms = append(ms, m)
-	}
-	if err := sc.Err(); err != nil {
+	infos, err := mountinfo.GetMountsFromReader(f, nil)
+	if err != nil {
 		return nil, fmt.Errorf("%s: %w", name, err)
 	}
+	ms := make(mounts, 0, len(infos))
+	for _, i := range infos {
+		ms = append(ms, mount{root: i.Root, point: i.Mountpoint, fstype: i.FSType, superOptions: i.VFSOptions})
+	}
 	return ms, nil
-}
-
-// unescape undoes mountinfo's octal escapes of space, tab, newline and
-// backslash (\040, \011, \012, \134).
-func unescape(s string) string {
-	if !strings.Contains(s, `\`) {
-		return s
-	}
-	var b strings.Builder
-	for i := 0; i < len(s); i++ {
-		if s[i] == '\\' && i+3 < len(s) {
-			if v, err := strconv.ParseUint(s[i+1:i+4], 8, 8); err == nil {
-				b.WriteByte(byte(v))
-				i += 3
-				continue
-			}
-		}
-		b.WriteByte(s[i])
-	}
-	return b.String()
 }
 
 func isV1Memory(m mount) bool {

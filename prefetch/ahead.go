@@ -35,7 +35,7 @@ func (s *Scheduler) applyLocked(st *Stream, plan Plan, asked int64, read Range) 
 	}
 	if plan.Spill > 0 {
 		s.spillLocked(st, plan.Spill, func(size int64) bool {
-			return withinShare(size) && s.budget.specInUse+size <= s.cfg.Memory/2
+			return withinShare(size) && s.budget.byClass[classNext]+size <= s.cfg.Memory/2
 		})
 	}
 	s.checkLocked()
@@ -51,7 +51,7 @@ func (s *Scheduler) coverLocked(st *Stream, r, read Range, sequential bool, affo
 	for pos := r.Start; pos < r.End; {
 		p := s.partAt(st.o, pos)
 		if p == nil {
-			gap, fromCache := s.partSource(st.o.obj, s.gapLocked(st.o, pos, r.End), !urgent)
+			gap, fromRing := s.partSource(st.o.obj, s.gapLocked(st.o, pos, r.End), !urgent)
 			if gap.Empty() {
 				pos = gap.End + s.cfg.BlockSize
 				continue
@@ -59,8 +59,7 @@ func (s *Scheduler) coverLocked(st *Stream, r, read Range, sequential bool, affo
 			if !afford(s.chargeOf(gap)) {
 				return
 			}
-			p = s.newPartLocked(st.o, gap, read, fromCache)
-			p.streamed, p.missed = sequential, s.keptForCache(urgent, sequential, fromCache)
+			p = s.newPartLocked(st.o, gap, read, fromRing, s.streamPurpose(urgent, sequential, fromRing))
 		}
 		s.holdLocked(st, p)
 		pos = p.end
@@ -102,7 +101,7 @@ func (s *Scheduler) spillLocked(st *Stream, spill int64, afford func(size int64)
 		}
 		s.objectLocked(next).claimedBy = st
 		// Whole parts, as for the window itself.
-		s.prefetchStartLocked(next, min(ceilTo(max(spill, 1), s.cfg.PartSize), next.Size), specNext, afford)
+		s.prefetchStartLocked(next, min(ceilTo(max(spill, 1), s.cfg.PartSize), next.Size), forNextShard, afford)
 		spill = max(spill-next.Size, 0)
 		taken++
 	}
@@ -113,7 +112,7 @@ func (s *Scheduler) spillLocked(st *Stream, spill int64, afford func(size int64)
 func (s *Scheduler) pumpHintsLocked() {
 	for len(s.registry.hints) > 0 && !s.closed {
 		obj := s.registry.hints[0]
-		if !s.prefetchStartLocked(obj, min(s.cfg.PartSize, obj.Size), specHint, s.affordHintLocked) {
+		if !s.prefetchStartLocked(obj, min(s.cfg.PartSize, obj.Size), forHint, s.affordHintLocked) {
 			return
 		}
 		s.registry.hints[0] = store.Object{}
@@ -124,7 +123,7 @@ func (s *Scheduler) pumpHintsLocked() {
 // prefetchStartLocked has the first want bytes of obj fetched or in flight
 // for a stream yet to open it, as far as afford allows, and reports whether
 // all of it is. Objects already open are left to their streams.
-func (s *Scheduler) prefetchStartLocked(obj store.Object, want int64, kind specKind, afford func(size int64) bool) bool {
+func (s *Scheduler) prefetchStartLocked(obj store.Object, want int64, why purpose, afford func(size int64) bool) bool {
 	o := s.objectLocked(obj)
 	defer s.tidyLocked(o)
 	if o.streams > 0 {
@@ -147,11 +146,8 @@ func (s *Scheduler) prefetchStartLocked(obj store.Object, want int64, kind specK
 		if !afford(s.chargeOf(gap)) {
 			return false
 		}
-		p := s.newPartLocked(o, gap, Range{}, cached)
-		p.spec = kind
-		s.budget.specInUse += p.size
-		s.registry.spec = append(s.registry.spec, p)
-		if kind == specNext {
+		s.newPartLocked(o, gap, Range{}, cached, why)
+		if why == forNextShard {
 			s.stats.NextParts++
 		} else {
 			s.stats.HintParts++
@@ -184,7 +180,7 @@ const denseInFlight = 16
 func (s *Scheduler) pumpDenseLocked() {
 	afford := func(size int64) bool {
 		limit := min(s.cfg.Memory/2, denseInFlight*s.cfg.PartSize)
-		return s.budget.waiting == 0 && s.affordLocked(size) && s.budget.denseInUse+size <= limit
+		return s.budget.waiting == 0 && s.affordLocked(size) && s.budget.byClass[classDense]+size <= limit
 	}
 	for len(s.registry.dense) > 0 && !s.closed {
 		d := &s.registry.dense[0]
@@ -211,11 +207,8 @@ func (s *Scheduler) pumpDenseLocked() {
 				s.tidyLocked(o)
 				return
 			}
-			p := s.registerPartLocked(o, gap, Range{}, cached)
-			p.dense = true
-			s.budget.denseInUse += p.size
+			s.newPartLocked(o, gap, Range{}, cached, forDenseRest)
 			s.stats.DenseParts++
-			s.enqueueLocked(p)
 			d.next = gap.End
 		}
 		s.tidyLocked(o)

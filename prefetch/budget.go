@@ -3,15 +3,20 @@ package prefetch
 // budget is the memory budget's state: what live parts are charged and who
 // waits for room. Guarded by Scheduler.mu.
 type budget struct {
-	inUse      int64         // charged to live parts
-	specInUse  int64         // of inUse, charged to parts prefetched for objects not open
-	denseInUse int64         // of inUse, charged to background parts of objects read densely
-	dying      int64         // of inUse, parts removed whose GET has yet to return
-	waiting    int           // reads waiting for budget: read-ahead and prefetch yield to them
-	released   chan struct{} // closed and replaced whenever budget is released
-	holding    int           // streams holding at least one part
-	pool       bufPool
-	allocated  int64 // bytes in parts' buffers (started, or waiting after their head); with pool.bytes, at most Memory
+	inUse     int64             // charged to live parts
+	byClass   [numClasses]int64 // of inUse, by the class of the parts' purpose
+	dying     int64             // of inUse, parts removed whose GET has yet to return
+	waiting   int               // reads waiting for budget: read-ahead and prefetch yield to them
+	released  chan struct{}     // closed and replaced whenever budget is released
+	holding   int               // streams holding at least one part
+	pool      bufPool
+	allocated int64 // bytes in parts' buffers (started, or waiting after their head); with pool.bytes, at most Memory
+}
+
+// charge adds size bytes (negative: releases) to class c.
+func (b *budget) charge(c budgetClass, size int64) {
+	b.inUse += size
+	b.byClass[c] += size
 }
 
 // shareLocked is the read-ahead st may hold: an equal slice of the budget
@@ -31,7 +36,7 @@ func (s *Scheduler) affordLocked(size int64) bool { return s.budget.inUse+size <
 // use at most half the budget so open streams keep the rest, and never
 // take budget that a read is waiting for.
 func (s *Scheduler) affordHintLocked(size int64) bool {
-	return s.budget.waiting == 0 && s.affordLocked(size) && s.budget.specInUse+size <= s.cfg.Memory/2
+	return s.budget.waiting == 0 && s.affordLocked(size) && s.budget.byClass[classNext]+size <= s.cfg.Memory/2
 }
 
 // evictOneLocked drops one part that no read is using, to make room for a

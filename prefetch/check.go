@@ -8,7 +8,8 @@ func (s *Scheduler) checkLocked() {
 	if !invariants {
 		return
 	}
-	var live, spec, dying, allocated, sched int64
+	var live, dying, allocated int64
+	var byClass [numClasses]int64
 	running := 0
 	for p := range s.registry.live {
 		switch p.state {
@@ -28,14 +29,9 @@ func (s *Scheduler) checkLocked() {
 		if p.buf != nil {
 			allocated += p.size
 		}
-		if p.spec != specNone {
-			spec += p.size
-		}
+		byClass[p.why.class()] += p.size
 		if p.dying {
 			dying += p.size
-		}
-		if p.scheduled {
-			sched += p.size
 		}
 		if _, kept := s.sched.parts[p]; kept != (len(p.sched) > 0) || (kept && !p.live()) {
 			panic("prefetch: a part keeps scheduled ranges but is not listed, or the reverse: " + p.String())
@@ -53,10 +49,10 @@ func (s *Scheduler) checkLocked() {
 		panic("prefetch: running GETs differ from the parts fetching")
 	case live != s.budget.inUse:
 		panic("prefetch: budget charged differs from live parts")
-	case spec != s.budget.specInUse:
-		panic("prefetch: prefetch budget differs from its parts")
-	case sched != s.sched.inUse || s.sched.inUse > s.cfg.Memory/2:
-		panic("prefetch: schedule budget differs from its parts, or exceeds half the budget")
+	case byClass != s.budget.byClass:
+		panic("prefetch: a budget class's charge differs from its parts")
+	case s.budget.byClass[classSchedule] > s.cfg.Memory/2:
+		panic("prefetch: the schedule's parts exceed half the budget")
 	case s.sched.ranges > MaxScheduledRanges+int(s.cfg.PartSize/s.cfg.BlockSize) || s.sched.queued+s.sched.unkept > s.sched.ranges:
 		panic("prefetch: more ranges queued or kept than the schedule's cap")
 	case dying != s.budget.dying:

@@ -28,7 +28,7 @@ type getSlots struct {
 // behind every read that missed, they left the reads of a fio pass with
 // four jobs waiting twice as often (docs/BENCHMARKS.md, run 16).
 func (s *Scheduler) enqueueLocked(p *part) {
-	if !p.urgent && !p.dense && (p.o.awaitingFirst > 0 || p.o.heads > 0) {
+	if !p.urgent && p.why != forDenseRest && (p.o.awaitingFirst > 0 || p.o.heads > 0) {
 		p.o.deferred = append(p.o.deferred, p)
 		return
 	}
@@ -102,7 +102,7 @@ func (s *Scheduler) startLocked(p *part) {
 	s.gets.running++
 	s.stats.PeakRunning = max(s.stats.PeakRunning, int64(s.gets.running))
 	p.to(evStart)
-	if p.urgent && !p.fromCache && p.fetched == 0 {
+	if p.urgent && !p.fromRing && p.fetched == 0 {
 		p.awaitingFirst = true
 		p.o.awaitingFirst++
 	}
@@ -124,17 +124,17 @@ func (s *Scheduler) get(ctx context.Context, p *part) {
 	defer s.wg.Done()
 	defer p.cancel()
 	want := p.end - p.off
-	var fromCache int64
-	if p.fromCache {
-		fromCache = s.readCached(p, want)
+	var fromRing int64
+	if p.fromRing {
+		fromRing = s.readRing(p, want)
 	}
 	var n, gets int
 	var err error
-	if fromCache < want {
-		if p.fromCache {
+	if fromRing < want {
+		if p.fromRing {
 			s.fellBackToStore(p)
 		}
-		from := max(fromCache, p.fetched)
+		from := max(fromRing, p.fetched)
 		if p.head > 0 && p.fetched == 0 {
 			n, err = s.fetchRest(ctx, p, 0, p.head)
 			gets, from = 1, p.head
@@ -155,7 +155,7 @@ func (s *Scheduler) get(ctx context.Context, p *part) {
 	s.mu.Lock()
 	s.firstBytesLocked(p)
 	s.gets.running--
-	s.stats.CacheBytes += fromCache
+	s.stats.CacheBytes += fromRing
 	s.stats.Gets += int64(gets)
 	s.stats.FetchedBytes += int64(n)
 	if err != nil && s.closed {
@@ -163,7 +163,7 @@ func (s *Scheduler) get(ctx context.Context, p *part) {
 	}
 	p.err = err
 	p.to(evFinish)
-	if p.scheduled {
+	if p.why.scheduled() {
 		p.settledAt = time.Now()
 	}
 	if err == nil {
@@ -182,10 +182,10 @@ func (s *Scheduler) get(ctx context.Context, p *part) {
 		s.mu.Unlock()
 		return
 	}
-	place := placementOf(p)
-	if s.sink == nil || fromCache == want || s.sinkLagsLocked(p, place) {
-		if s.sink != nil && fromCache < want {
-			s.stats.SinkSkippedBytes += want - fromCache
+	place := p.why.placement()
+	if s.sink == nil || fromRing == want || s.sinkLagsLocked(p, place) {
+		if s.sink != nil && fromRing < want {
+			s.stats.SinkSkippedBytes += want - fromRing
 		}
 		s.releaseIfUnusedLocked(p)
 		s.mu.Unlock()
@@ -196,14 +196,14 @@ func (s *Scheduler) get(ctx context.Context, p *part) {
 	s.gets.sinkingBytes += p.size
 	s.mu.Unlock()
 
-	index, data := (p.off+fromCache)/s.cfg.BlockSize, p.buf[fromCache:want]
+	index, data := (p.off+fromRing)/s.cfg.BlockSize, p.buf[fromRing:want]
 	var kept bool
 	if k, ok := s.sink.(keeper); ok {
 		// The cache decides whether a one-block buffer itself becomes
 		// its RAM copy (a random reader's block); nothing writes a
 		// fetched part's buffer again.
-		own := fromCache == 0 && int64(len(p.buf)) <= s.cfg.BlockSize
-		kept = k.Keep(p.o.obj, index, data, p.sums.From(fromCache), place, own)
+		own := fromRing == 0 && int64(len(p.buf)) <= s.cfg.BlockSize
+		kept = k.Keep(p.o.obj, index, data, p.sums.From(fromRing), place, own)
 	} else {
 		s.sink.Put(p.o.obj, index, data, place)
 	}
@@ -226,9 +226,9 @@ func (s *Scheduler) parkAfterHead(p *part, n int) bool {
 	defer s.mu.Unlock()
 	p.fetched = p.head
 	p.arrived.set(p.fetched) // a fetcher need not report progress
-	// A part kept for the cache (missed) has its rest fetched at once:
-	// parked, it would wait for a read of the object that may never come.
-	if !p.live() || s.closed || p.o.reads != p.madeAtRead || p.missed {
+	// A part kept for the cache has its rest fetched at once: parked, it
+	// would wait for a read of the object that may never come.
+	if !p.live() || s.closed || p.o.reads != p.madeAtRead || p.why.keptUntilCached() {
 		s.restStartsLocked(p)
 		return false
 	}
@@ -242,15 +242,15 @@ func (s *Scheduler) parkAfterHead(p *part, n int) bool {
 	return true
 }
 
-// readCached copies p's blocks from the cache, one at a time so that reads
+// readRing copies p's blocks from the ring, one at a time so that reads
 // waiting on the first are answered at once, and returns how many leading
-// bytes it got (a multiple of BlockSize unless all of them): the cache may
+// bytes it got (a multiple of BlockSize unless all of them): the ring may
 // have lost a block since the part was made.
-func (s *Scheduler) readCached(p *part, want int64) int64 {
+func (s *Scheduler) readRing(p *part, want int64) int64 {
 	var done int64
 	for done < want {
 		end := min(done+s.cfg.BlockSize, want)
-		if _, ok := s.cache.ReadAt(p.o.obj, p.buf[done:end], p.off+done, ringPlacementOf(p)); !ok {
+		if _, ok := s.cache.ReadAt(p.o.obj, p.buf[done:end], p.off+done, p.why.ringPlacement()); !ok {
 			break
 		}
 		done = end

@@ -60,15 +60,6 @@ type object struct {
 	parked []*part
 }
 
-// specKind says why a part was fetched for an object nobody has open.
-type specKind uint8
-
-const (
-	specNone specKind = iota
-	specNext          // the previous object in listing order was being streamed
-	specHint          // a loader hinted the object
-)
-
 // part is one ranged GET: a run of whole blocks (the last may be short at
 // the end of the object), never crossing a PartSize boundary.
 type part struct {
@@ -76,34 +67,13 @@ type part struct {
 	off, end int64
 	size     int64 // budget charged: end-off rounded up to a block
 	urgent   bool  // a read is waiting for it: first in line for a GET slot
-	ahead    bool  // fetched before any read needed it
-	streamed bool  // made for a sequential reader, which reads it from the part
-	// dense: fetched in the background for an object random reads use
-	// densely; kept, whoever holds it, until its GET is over and its bytes
-	// are in the cache (a reader that read its first block and went on
-	// must not cancel the rest).
-	dense bool
-	// missed: made for a random read that the cache could not serve and
-	// fetched from the store. Like a dense part it is kept until its GET
-	// is over and its bytes are in the cache: the reader, served from the
-	// bytes that arrived first, goes on to other blocks, and cancelling
-	// the rest would leave the block to be fetched again by the next read
-	// of it (a third of fio's sparse 4 KiB GETs were cancelled that way).
-	missed bool
-	// scheduled: made for the loader's schedule (schedule.go), charged to
-	// its half of the budget; schedMade orders such parts for eviction.
-	// sched are the scheduled ranges the part keeps until a read reaches
-	// them, whoever made it.
-	scheduled bool
+	why      purpose
+	// schedMade orders the schedule's parts for eviction; sched are the
+	// scheduled ranges the part keeps until a read reaches them, whoever
+	// made it.
 	schedMade uint64
 	sched     []schedRef
-	// toCache: made for a schedule over an object small next to the
-	// budget (widensLocked). Like a dense part it is kept until its bytes
-	// are in the cache and then let go, keeping no scheduled range: the
-	// cache holds the whole object for the reads to come.
-	toCache   bool
 	settledAt time.Time // when a scheduled part's GET ended (scheduleHoldFor)
-	spec      specKind
 	// head, when not 0, is the size of a first GET for the read that made
 	// the part (see Config.HeadSize); fetched is how many leading bytes
 	// that GET brought once it is over. madeAtRead is the object's read
@@ -112,9 +82,9 @@ type part struct {
 	head, fetched int64
 	madeAtRead    uint64
 	headPending   bool // the rest's GET has not started: counted in o.heads
-	// fromCache: the cache held every block when the part was made, so it
-	// is read from there; cleared if the cache then fails it.
-	fromCache bool
+	// fromRing: the ring held every block when the part was made, so it
+	// is read from there; cleared if the ring then fails it.
+	fromRing bool
 
 	buf     []byte
 	bufKept bool          // the cache kept buf as its RAM copy (keeper): never pooled
@@ -138,7 +108,7 @@ func (p *part) String() string {
 
 // wanted reports whether an open stream, a read or a prefetch still wants p.
 func (p *part) wanted() bool {
-	if p.pins > 0 || p.spec != specNone || p.cacheInFlight() || len(p.sched) > 0 {
+	if p.pins > 0 || p.why.speculative() || p.cacheInFlight() || len(p.sched) > 0 {
 		return true
 	}
 	for st := range p.holders {
@@ -151,13 +121,12 @@ func (p *part) wanted() bool {
 
 // unused reports whether nothing keeps p: no stream, no read, no prefetch.
 func (p *part) unused() bool {
-	return len(p.holders) == 0 && p.pins == 0 && p.spec == specNone && !p.cacheInFlight() && len(p.sched) == 0
+	return len(p.holders) == 0 && p.pins == 0 && !p.why.speculative() && !p.cacheInFlight() && len(p.sched) == 0
 }
 
-// cacheInFlight reports whether p is a part kept for the cache (dense,
-// missed, or made for a schedule toCache) whose bytes have yet to reach
-// it.
-func (p *part) cacheInFlight() bool { return (p.dense || p.missed || p.toCache) && !p.settled() }
+// cacheInFlight reports whether p is kept until its bytes are in the
+// cache and they have yet to reach it.
+func (p *part) cacheInFlight() bool { return p.why.keptUntilCached() && !p.settled() }
 
 func (s *Scheduler) objectLocked(obj store.Object) *object {
 	id := objectID{obj.Key, obj.ETag}
@@ -193,25 +162,17 @@ func (s *Scheduler) gapLocked(o *object, start, limit int64) Range {
 // chargeOf is the budget a part over r costs: whole blocks.
 func (s *Scheduler) chargeOf(r Range) int64 { return ceilTo(r.Len(), s.cfg.BlockSize) }
 
-// newPartLocked registers a part over r, which must be a gap, charges the
-// budget, and queues its GET. The part is for read, which waits on it, or
-// is read-ahead when read is empty. The caller has checked the budget.
-func (s *Scheduler) newPartLocked(o *object, r, read Range, fromCache bool) *part {
-	p := s.registerPartLocked(o, r, read, fromCache)
-	s.enqueueLocked(p)
-	return p
-}
-
-// registerPartLocked is newPartLocked short of queueing the GET: the
-// caller marks the part before its GET may read the marks.
-func (s *Scheduler) registerPartLocked(o *object, r, read Range, fromCache bool) *part {
+// newPartLocked registers a part over r, which must be a gap, made for
+// why, charges the budget, and queues its GET. read is the read that
+// waits on it, empty when none does. The caller has checked the budget.
+func (s *Scheduler) newPartLocked(o *object, r, read Range, fromRing bool, why purpose) *part {
 	urgent := !read.Empty()
 	p := &part{
-		o: o, off: r.Start, end: r.End, size: s.chargeOf(r),
-		urgent: urgent, ahead: !urgent, fromCache: fromCache,
+		o: o, off: r.Start, end: r.End, size: s.chargeOf(r), why: why,
+		urgent: urgent, fromRing: fromRing,
 		done: make(chan struct{}), holders: map[*Stream]int64{},
 	}
-	if h := s.cfg.HeadSize; urgent && !fromCache && h > 0 && read.Start >= r.Start && read.End-r.Start <= h && r.Len() > h {
+	if h := s.cfg.HeadSize; urgent && !fromRing && h > 0 && read.Start >= r.Start && read.End-r.Start <= h && r.Len() > h {
 		p.head, p.headPending, p.madeAtRead = h, true, o.reads
 		o.heads++
 	}
@@ -219,8 +180,12 @@ func (s *Scheduler) registerPartLocked(o *object, r, read Range, fromCache bool)
 		o.parts[b] = p
 	}
 	s.registry.live[p] = struct{}{}
-	s.budget.inUse += p.size
+	s.budget.charge(why.class(), p.size)
 	s.stats.PeakInUseBytes = max(s.stats.PeakInUseBytes, s.budget.inUse)
+	if why.speculative() {
+		s.registry.spec = append(s.registry.spec, p)
+	}
+	s.enqueueLocked(p)
 	return p
 }
 
@@ -276,13 +241,7 @@ func (s *Scheduler) freeLocked(p *part) {
 		p.buf = nil
 	}
 	delete(s.registry.live, p)
-	s.budget.inUse -= p.size
-	if p.dense {
-		s.budget.denseInUse -= p.size
-	}
-	if p.scheduled {
-		s.sched.inUse -= p.size
-	}
+	s.budget.charge(p.why.class(), -p.size)
 	if p.dying {
 		s.budget.dying -= p.size
 	}
@@ -334,17 +293,17 @@ func (s *Scheduler) addHeldLocked(st *Stream, delta int64) {
 	}
 }
 
+// unspecLocked makes a part prefetched for an object nobody had open the
+// read-ahead of the stream that now holds it.
 func (s *Scheduler) unspecLocked(p *part) {
-	if p.spec == specNone {
+	if !p.why.speculative() {
 		return
 	}
-	p.spec = specNone
-	s.budget.specInUse -= p.size
-	for i, q := range s.registry.spec {
-		if q == p {
-			s.registry.spec = append(s.registry.spec[:i], s.registry.spec[i+1:]...)
-			break
-		}
+	s.budget.charge(p.why.class(), -p.size)
+	p.why = forWindow
+	s.budget.charge(p.why.class(), p.size)
+	if i := slices.Index(s.registry.spec, p); i >= 0 {
+		s.registry.spec = slices.Delete(s.registry.spec, i, i+1)
 	}
 }
 

@@ -26,10 +26,10 @@ import (
 //   - Freeing. A part keeps the scheduled ranges it covers (part.sched)
 //     until a read (served from the part or from the cache) overlaps each
 //     of them; then nothing keeps it for the schedule. Its bytes went to
-//     the RAM tier and ring as they arrived (placementOf), where a
+//     the RAM tier and ring as they arrived (purpose.placement), where a
 //     sample's neighbours in the same block are found later. A part over
 //     an object small next to the budget (widensLocked) keeps no range:
-//     it goes once its bytes are in the cache (toCache), like the density
+//     it goes once its bytes are in the cache (forScheduleWhole), like the density
 //     rule's. Ranges no part keeps (those, and those whose blocks the RAM
 //     tier held) wait in their owner's unkept list, and a range the reader
 //     got to while it was still queued is read there (schedread.go): both
@@ -82,7 +82,6 @@ type schedule struct {
 	ranges  int              // ranges queued, plus ranges held by parts (one per part holding it), plus unkept: at most MaxScheduledRanges
 	unkept  int              // ranges in the owners' unkept lists (schedread.go)
 	objects map[objectID]int // ranges counts per object
-	inUse   int64            // budget charged to parts made for the schedule
 	parts   map[*part]struct{}
 	made    uint64 // parts made so far, for eviction order
 	pumping bool   // pumpScheduleLocked is running: a nested call leaves the work to it
@@ -292,7 +291,7 @@ func (s *Scheduler) pumpScheduleLocked() {
 	sc.pumping = true
 	defer func() { sc.pumping = false }()
 	afford := func(size int64) bool {
-		return s.budget.waiting == 0 && s.affordLocked(size) && sc.inUse+size <= s.cfg.Memory/2 &&
+		return s.budget.waiting == 0 && s.affordLocked(size) && s.budget.byClass[classSchedule]+size <= s.cfg.Memory/2 &&
 			s.gets.running < scheduleSlots(s.cfg.Concurrency)
 	}
 	for pass := true; pass; {
@@ -385,17 +384,17 @@ func (s *Scheduler) placeLocked(e *schedEntry, afford func(int64) bool) bool {
 		if !afford(s.chargeOf(gap)) {
 			return false
 		}
-		p := s.registerPartLocked(o, gap, Range{}, cached)
-		p.scheduled, p.toCache = true, whole
-		sc := &s.sched
-		sc.made++
-		p.schedMade = sc.made
-		sc.inUse += p.size
+		why := forSchedule
+		if whole {
+			why = forScheduleWhole
+		}
+		p := s.newPartLocked(o, gap, Range{}, cached, why)
+		s.sched.made++
+		p.schedMade = s.sched.made
 		s.stats.ScheduleParts++
 		if !whole {
 			s.keepForScheduleLocked(p, e.refs)
 		}
-		s.enqueueLocked(p)
 		e.next = gap.End
 	}
 	return true
@@ -406,10 +405,10 @@ func (s *Scheduler) placeLocked(e *schedEntry, afford func(int64) bool) bool {
 // small next to the budget (the density rule's smallObjectDivisor), so a
 // schedule over it (an epoch) reads all of it, and the rest of the part is
 // one GET now rather than one a sample later. The bytes past the range go
-// to the cache (placementOf), where the ranges after it find them; with
+// to the cache (purpose.placement), where the ranges after it find them; with
 // no cache they would be dropped, and the part stops after the range.
 //
-// Such a part keeps no scheduled range (toCache): it goes once its bytes
+// Such a part keeps no scheduled range (forScheduleWhole): it goes once its bytes
 // are in the cache, as the density rule's parts do. Kept until every
 // range over it was read, a part of a shuffled epoch stayed for most of
 // the epoch (its 8 MiB hold samples from every window), the window filled
@@ -496,7 +495,7 @@ func (s *Scheduler) dropPassedLocked() {
 		if !p.settled() {
 			continue // its GET runs: cancelling it would waste what it fetched
 		}
-		expired := p.scheduled && !p.settledAt.IsZero() && now.Sub(p.settledAt) > scheduleHoldFor
+		expired := p.why.scheduled() && !p.settledAt.IsZero() && now.Sub(p.settledAt) > scheduleHoldFor
 		p.sched = slices.DeleteFunc(p.sched, func(ref schedRef) bool {
 			q := s.sched.owners[ref.owner]
 			if !q.passed(ref) && !expired {
@@ -578,7 +577,7 @@ func (s *Scheduler) heldBySchedule(obj store.Object, off, end int64) bool {
 func (s *Scheduler) newestScheduledLocked() *part {
 	var best *part
 	for p := range s.sched.parts {
-		if p.pins == 0 && p.scheduled && len(p.holders) == 0 && (best == nil || p.schedMade > best.schedMade) {
+		if p.pins == 0 && p.why.scheduled() && len(p.holders) == 0 && (best == nil || p.schedMade > best.schedMade) {
 			best = p
 		}
 	}

@@ -232,7 +232,7 @@ func (s *Scheduler) Stats() Stats {
 	st.Running = int64(s.gets.running)
 	st.CacheFillers = int64(s.gets.fillers)
 	st.ScheduleQueued = int64(s.sched.ranges - s.sched.unkept)
-	st.ScheduleInUseBytes = s.sched.inUse
+	st.ScheduleInUseBytes = s.budget.byClass[classSchedule]
 	return st
 }
 

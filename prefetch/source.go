@@ -47,7 +47,7 @@ import (
 // Random reads of one object, across its handles, are sparse or dense
 // (Classify, dense.go). Sparse: each fetches only the blocks it touches,
 // each block whole and into the cache even once the reader has gone on
-// (keptForCache).
+// (forMissedRead).
 // Dense (a map-style epoch: reads keep landing on new blocks, or the
 // object is small next to the budget): the rest of the object is fetched
 // in the background in PartSize GETs, a few at once (noteRandomLocked,
@@ -58,14 +58,14 @@ import (
 // An object larger than all the cache can keep (Cache.Room) stays sparse:
 // its rest, fetched ahead of the reads, would push out what came first.
 //
-// What a part fetched goes to the cache with the placement placementOf
-// gives: the ring alone for read-ahead and sequential readers (they read
+// What a part fetched goes to the cache with the placement its purpose
+// gives (purpose.placement): the ring alone for read-ahead and sequential readers (they read
 // it from the part, and the page cache keeps it), RAM and ring for random
 // readers (they come back for single blocks), for the background parts
 // of a dense object, whose reads are random, and for parts made for a
 // loader's schedule, whose other samples in the same blocks come later.
 // A dense or scheduled part read from the ring is copied into RAM as it is
-// read (ringPlacementOf). Read-ahead goes to the cache only while the cache
+// read (purpose.ringPlacement). Read-ahead goes to the cache only while the cache
 // keeps up: when the parts it has yet to take hold half the budget, a
 // disk slower than the network, the rest are served and not cached
 // (sinkLagsLocked), unless a reader that fills the cache is open.
@@ -237,25 +237,25 @@ func (s *Scheduler) partSource(obj store.Object, gap Range, readAhead bool) (r R
 // that reads do not count those as served from the cache.
 func (s *Scheduler) fellBackToStore(p *part) {
 	s.mu.Lock()
-	p.fromCache = false
+	p.fromRing = false
 	s.mu.Unlock()
 }
 
-// keptForCache says whether a part made now is kept until its bytes are in
-// the cache, whoever holds it (part.missed): one made for a read by a
-// random reader and fetched from the store, when there is a cache. The
+// streamPurpose is why a stream makes a part: for its reader's read
+// (forRead) or ahead of it. A random reader's read that the ring cannot
+// serve is kept until its bytes are in the cache, when there is one: the
 // reader goes on to other blocks once its own bytes arrived; the block's
 // other samples are read later, from the cache.
-func (s *Scheduler) keptForCache(forRead, sequential, fromCache bool) bool {
-	return forRead && !sequential && !fromCache && s.sink != nil
-}
-
-// placementOf is where the bytes p fetched go in the cache.
-func placementOf(p *part) cache.Placement {
-	if p.dense || p.scheduled || !(p.ahead || p.streamed) {
-		return cache.ForRandomRead
+func (s *Scheduler) streamPurpose(forRead, sequential, fromRing bool) purpose {
+	switch {
+	case !forRead:
+		return forWindow
+	case sequential:
+		return forStreamRead
+	case !fromRing && s.sink != nil:
+		return forMissedRead
 	}
-	return cache.ForReadAhead
+	return forRandomRead
 }
 
 // sinkLagsLocked reports whether p's bytes skip the Sink because it takes
@@ -271,16 +271,6 @@ func placementOf(p *part) cache.Placement {
 func (s *Scheduler) sinkLagsLocked(p *part, place cache.Placement) bool {
 	return s.cfg.SkipLaggingSink && s.gets.fillers == 0 && place == cache.ForReadAhead &&
 		s.gets.sinking > 0 && s.gets.sinkingBytes+p.size > s.cfg.Memory/sinkLagShare
-}
-
-// ringPlacementOf is what reading p's blocks from the ring does with them:
-// a dense or scheduled part's go into RAM, where random reads look first;
-// others stay in the part alone.
-func ringPlacementOf(p *part) cache.Placement {
-	if p.dense || p.scheduled {
-		return cache.ForRandomRead
-	}
-	return cache.ForReadAhead
 }
 
 // noteRandomLocked records a random read of asked bytes of o over the

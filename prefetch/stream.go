@@ -47,8 +47,8 @@ func (s *Scheduler) Open(obj store.Object) *Stream {
 		s.registry.openedAt[i] = s.registry.opens
 	}
 	s.registry.streams[st] = struct{}{}
-	if first := s.partAt(st.o, 0); first != nil && first.spec != specNone {
-		if first.spec == specNext {
+	if first := s.partAt(st.o, 0); first != nil && first.why.speculative() {
+		if first.why == forNextShard {
 			s.stats.NextFound++
 		} else {
 			s.stats.HintFound++
@@ -140,15 +140,15 @@ func (st *Stream) read(ctx context.Context, p []byte, off int64, inPlace bool) (
 			return p[:pos-off], false, nil, err
 		}
 		if inPlace && pos == off && part.end >= end {
-			got, fromCache, err := st.serve(ctx, part, pos, end, plan.Sequential, nil)
+			got, fromRing, err := st.serve(ctx, part, pos, end, plan.Sequential, nil)
 			if err != nil {
 				return nil, false, nil, err
 			}
-			return got, fromCache, part, eof
+			return got, fromRing, part, eof
 		}
-		got, fromCache, err := st.serve(ctx, part, pos, end, plan.Sequential, p[pos-off:end-off])
+		got, fromRing, err := st.serve(ctx, part, pos, end, plan.Sequential, p[pos-off:end-off])
 		pos += int64(len(got))
-		cached = cached && fromCache
+		cached = cached && fromRing
 		if err != nil {
 			return p[:pos-off], false, nil, err
 		}
@@ -226,11 +226,10 @@ func (st *Stream) pin(ctx context.Context, pos, readEnd, needEnd int64, sequenti
 		}
 		p := s.partAt(st.o, pos)
 		if p == nil {
-			gap, fromCache := s.partSource(st.o.obj, s.gapLocked(st.o, pos/s.cfg.BlockSize*s.cfg.BlockSize, needEnd), false)
+			gap, fromRing := s.partSource(st.o.obj, s.gapLocked(st.o, pos/s.cfg.BlockSize*s.cfg.BlockSize, needEnd), false)
 			size := s.chargeOf(gap)
 			if s.affordLocked(size) {
-				p = s.newPartLocked(st.o, gap, Range{pos, readEnd}, fromCache)
-				p.streamed, p.missed = sequential, s.keptForCache(true, sequential, fromCache)
+				p = s.newPartLocked(st.o, gap, Range{pos, readEnd}, fromRing, s.streamPurpose(true, sequential, fromRing))
 			} else if !waited {
 				// From here on read-ahead and prefetch yield to this read.
 				s.stats.BudgetWaits++
@@ -269,7 +268,7 @@ func (st *Stream) pin(ctx context.Context, pos, readEnd, needEnd int64, sequenti
 // nil, in place, p still pinned (unless it fails). It does not wait for
 // the rest of the part: a read at the start of a part is answered while
 // the part's GET still runs.
-func (st *Stream) serve(ctx context.Context, p *part, pos, end int64, sequential bool, dst []byte) (got []byte, fromCache bool, err error) {
+func (st *Stream) serve(ctx context.Context, p *part, pos, end int64, sequential bool, dst []byte) (got []byte, fromRing bool, err error) {
 	s := st.s
 	need := min(end, p.end) - p.off
 	waited, err := st.awaitArrival(ctx, p, need)
@@ -285,10 +284,10 @@ func (st *Stream) serve(ctx context.Context, p *part, pos, end int64, sequential
 			s.stats.WaitNanos += int64(waited)
 		}
 		s.stats.ServedBytes += int64(len(got))
-		if p.ahead {
+		if !p.why.forRead() {
 			s.stats.PrefetchedServedBytes += int64(len(got))
 		}
-		fromCache = p.fromCache
+		fromRing = p.fromRing
 		s.consumeScheduleLocked(p, Range{pos, pos + int64(len(got))})
 		s.creditLocked(st, p, int64(len(got)), sequential)
 		if dst != nil || err != nil {
@@ -304,7 +303,7 @@ func (st *Stream) serve(ctx context.Context, p *part, pos, end int64, sequential
 			got = dst[:copy(dst, src)]
 		}
 	}
-	return got, fromCache, err
+	return got, fromRing, err
 }
 
 // unpinLocked ends one read's pin on p, freeing p if nothing else keeps it.

@@ -60,6 +60,9 @@ func (f *fileNode) Open(ctx context.Context, flags uint32) (gofs.FileHandle, uin
 		return nil, 0, syscall.EROFS
 	}
 	h := &fileHandle{m: f.m, node: f, id: f.m.handles.Add(1), obj: f.obj}
+	if caller, ok := fuse.FromContext(ctx); ok {
+		h.opener = caller.Pid
+	}
 	mode, backing := f.openMode()
 	f.m.opens[mode].Add(1)
 	f.m.openNow.Add(1)
@@ -82,6 +85,8 @@ type fileHandle struct {
 	node *fileNode
 	id   uint64
 	obj  store.Object
+	// opener is the pid of the request that opened the handle.
+	opener uint32
 
 	readerOnce sync.Once
 	reader     Reader // nil until readerFor, and after Release
@@ -92,7 +97,7 @@ type fileHandle struct {
 
 // readerFor returns the handle's reader, made on first use.
 func (h *fileHandle) readerFor() Reader {
-	h.readerOnce.Do(func() { h.reader = h.m.opts.ReadPath.OpenReader(h.obj, false) })
+	h.readerOnce.Do(func() { h.reader = h.m.opts.ReadPath.OpenReader(h.obj, false, h.opener) })
 	return h.reader
 }
 

@@ -12,10 +12,12 @@ import (
 // them; this package never does. prefetch.Scheduler satisfies it through
 // the command's wiring.
 type ReadPath interface {
-	// OpenReader returns the reader of one open of obj. oneShot is for
-	// reads with no page cache behind them and no later read to prepare
-	// for: the GPU interface's READ.
-	OpenReader(obj store.Object, oneShot bool) Reader
+	// OpenReader returns the reader of one open of obj by opener (the
+	// pid of the FUSE request that opened it; 0 when unknown): read-ahead
+	// of the next shard follows the order each opener takes them in.
+	// oneShot is for reads with no page cache behind them and no later
+	// read to prepare for: the GPU interface's READ.
+	OpenReader(obj store.Object, oneShot bool, opener uint32) Reader
 	// Hint takes the loader's schedule: objects it will open next.
 	Hint(objs ...store.Object)
 	// Schedule takes the byte ranges owner (the writing process) will

@@ -120,7 +120,7 @@ func (r *Root) HintStats() HintStats { return r.m.hints.stats() }
 // ReadAt reads shard bytes through the mount's read path as one-shot
 // reads; the GPU interface uses it to fill registered buffers.
 func (r *Root) ReadAt(ctx context.Context, obj store.Object, p []byte, off int64) (int, error) {
-	rd := r.m.opts.ReadPath.OpenReader(obj, true)
+	rd := r.m.opts.ReadPath.OpenReader(obj, true, 0)
 	defer rd.Close()
 	n, _, err := rd.ReadAt(ctx, p, off)
 	return n, err

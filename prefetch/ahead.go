@@ -56,7 +56,7 @@ func (s *Scheduler) coverLocked(st *Stream, r, read Range, sequential bool, affo
 				pos = gap.End + s.cfg.BlockSize
 				continue
 			}
-			if !afford(s.chargeOf(gap)) {
+			if !afford(s.chargeOf(gap)) || (!urgent && s.failedLocked(st.o, gap) != nil) {
 				return
 			}
 			p = s.newPartLocked(st.o, gap, read, fromRing, s.streamPurpose(urgent, sequential, fromRing))
@@ -87,6 +87,12 @@ func (s *Scheduler) spillLocked(st *Stream, spill int64, afford func(size int64)
 	if !ok || s.cfg.NextShards <= 0 {
 		return
 	}
+	if j, ok := s.registry.openers.next(st.opener, i); ok {
+		if j >= 0 {
+			s.spillByStrideLocked(st, i, j-i, spill, afford)
+		}
+		return
+	}
 	// What can be passed over: objects opened since st, plus those that
 	// other streams hold open or claimed.
 	passes := int(s.registry.opens-st.since) + len(s.registry.streams)*(s.cfg.NextShards+1)
@@ -104,6 +110,29 @@ func (s *Scheduler) spillLocked(st *Stream, spill int64, afford func(size int64)
 		s.prefetchStartLocked(next, min(ceilTo(max(spill, 1), s.cfg.PartSize), next.Size), forNextShard, afford)
 		spill = max(spill-next.Size, 0)
 		taken++
+	}
+}
+
+// spillByStrideLocked is spillLocked for a stream whose opener's history
+// gives the stride between its opens (openers.go): the objects at i plus
+// one, two, … NextShards strides. Objects open already are left to their
+// streams, and objects another stream's spill claimed to it.
+func (s *Scheduler) spillByStrideLocked(st *Stream, i, stride int, spill int64, afford func(size int64) bool) {
+	for k := 1; k <= s.cfg.NextShards; k++ {
+		j := i + k*stride
+		if j < 0 || j >= len(s.registry.order) {
+			return
+		}
+		next := s.registry.order[j]
+		if k == 1 {
+			s.registry.openers.guessed(st.opener, j)
+		}
+		o := s.registry.objects[objectID{next.Key, next.ETag}]
+		if o == nil || o.streams == 0 && (o.claimedBy == nil || o.claimedBy == st) {
+			s.objectLocked(next).claimedBy = st
+			s.prefetchStartLocked(next, min(ceilTo(max(spill, 1), s.cfg.PartSize), next.Size), forNextShard, afford)
+		}
+		spill = max(spill-next.Size, 0)
 	}
 }
 
@@ -142,6 +171,9 @@ func (s *Scheduler) prefetchStartLocked(obj store.Object, want int64, why purpos
 		if gap.Empty() {
 			pos += s.cfg.BlockSize
 			continue
+		}
+		if s.failedLocked(o, gap) != nil {
+			return true // the object's reader will find the error itself
 		}
 		if !afford(s.chargeOf(gap)) {
 			return false
@@ -193,6 +225,10 @@ func (s *Scheduler) pumpDenseLocked() {
 			gap, cached := s.partSource(o.obj, s.gapLocked(o, d.next, d.next+s.cfg.PartSize), true)
 			if gap.Empty() {
 				d.next = gap.End + s.cfg.BlockSize
+				continue
+			}
+			if s.failedLocked(o, gap) != nil {
+				d.next = gap.End // reads of it fetch it themselves
 				continue
 			}
 			if cached && s.cache.RAMFree() < gap.Len() {

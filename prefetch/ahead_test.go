@@ -3,6 +3,7 @@ package prefetch
 import (
 	"bytes"
 	"context"
+	"fmt"
 	"io"
 	"strings"
 	"sync/atomic"
@@ -506,4 +507,93 @@ func readBWhileAIsOpen(ctx context.Context, t *testing.T, s *Scheduler, a, b sto
 	readAll(ctx, t, sa, a, 4096)
 	sa.Close()
 	settledStats(t, s)
+}
+
+// TestNextObjectFollowsItsOpenersStride: a loader worker that takes every
+// other shard of a listing (worker 0 of 2: a0, a2, a4, …) while its fellow
+// reads nothing gets the next shard it opens prefetched once its first two
+// opens gave the stride: a4 and a6 are found prefetched, and no shard it
+// skips is fetched after its second open. A second opener with no history
+// still follows the listing order.
+func TestNextObjectFollowsItsOpenersStride(t *testing.T) {
+	ctx := testContext(t)
+	cfg := smallConfig()
+	f := &fakeFetcher{}
+	s := newTestScheduler(t, cfg, f, nil)
+	var objs []store.Object
+	for i := range 8 {
+		objs = append(objs, fakeObject(fmt.Sprintf("a%d", i), 100<<10))
+	}
+	s.SetOrder(objs)
+	const worker Opener = 4242
+	for _, i := range []int{0, 2, 4, 6} {
+		found := settledStats(t, s).NextFound
+		st := s.OpenBy(objs[i], worker)
+		if got := s.Stats().NextFound - found; i >= 4 && got != 1 {
+			t.Errorf("opening a%d, the worker's third or later shard: found prefetched %d times, want 1", i, got)
+		}
+		readAll(ctx, t, st, objs[i], 4096)
+		st.Close()
+	}
+	settledStats(t, s)
+	for _, i := range []int{3, 5, 7} {
+		if n := f.getsAt(objs[i].Key, 0); n != 0 {
+			t.Errorf("a%d, a shard the worker skips, fetched %d times after its stride was known", i, n)
+		}
+	}
+	if n := s.Stats().NextMissed; n != 0 {
+		t.Errorf("NextMissed = %d for a worker that opened what its stride named", n)
+	}
+
+	// Another opener's first open (a5) has no history: the listing
+	// order names a6, read in an earlier pass, fetched again; a7 is not.
+	gets6 := f.getsAt(objs[6].Key, 0)
+	st := s.OpenBy(objs[5], 7)
+	readAll(ctx, t, st, objs[5], 4096)
+	st.Close()
+	settledStats(t, s)
+	if f.getsAt(objs[6].Key, 0) != gets6+1 || f.getsAt(objs[7].Key, 0) != 0 {
+		t.Errorf("an opener with no history read a5: a6 fetched %d more times, a7 %d; want the listing order's next shard, a6, once", f.getsAt(objs[6].Key, 0)-gets6, f.getsAt(objs[7].Key, 0))
+	}
+}
+
+// TestNextObjectStopsGuessingWhenGuessesGoUnused: an opener whose opens
+// follow no stride (a shuffled order) has its guesses left unused; after
+// missesToMute of them it gets no more, so the shards it does not open are
+// not fetched.
+func TestNextObjectStopsGuessingWhenGuessesGoUnused(t *testing.T) {
+	ctx := testContext(t)
+	cfg := smallConfig()
+	f := &fakeFetcher{}
+	s := newTestScheduler(t, cfg, f, nil)
+	var objs []store.Object
+	for i := range 32 {
+		objs = append(objs, fakeObject(fmt.Sprintf("s%02d", i), 100<<10))
+	}
+	s.SetOrder(objs)
+	order := []int{10, 13, 11, 15, 12, 16, 14, 20, 17, 21}
+	for _, i := range order {
+		st := s.OpenBy(objs[i], 99)
+		readAll(ctx, t, st, objs[i], 4096)
+		st.Close()
+	}
+	st := settledStats(t, s)
+	if st.NextMissed != missesToMute {
+		t.Errorf("NextMissed = %d, want %d: guesses stop once that many went unused", st.NextMissed, missesToMute)
+	}
+	opened := map[int]bool{}
+	for _, i := range order {
+		opened[i] = true
+	}
+	fetched := 0
+	for i, o := range objs {
+		if !opened[i] && f.getsAt(o.Key, 0) > 0 {
+			fetched++
+		}
+	}
+	// The listing order's guess after the first open, and one guess per
+	// miss before the opener is muted.
+	if fetched > 1+missesToMute {
+		t.Errorf("%d shards the opener never opened were fetched, want at most %d", fetched, 1+missesToMute)
+	}
 }

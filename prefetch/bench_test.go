@@ -113,7 +113,7 @@ func BenchmarkRandomRead4KiBCached(b *testing.B) {
 	}
 	s := NewScheduler(DefaultConfig(), failingFetcher{}, c, nil)
 	defer s.Close()
-	r := s.OpenReader(obj, false)
+	r := s.OpenReader(obj, false, 0)
 	defer r.Close()
 	p := make([]byte, 4096)
 	ctx := context.Background()

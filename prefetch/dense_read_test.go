@@ -59,7 +59,7 @@ func TestShuffledPassOverASmallShardStreamsIt(t *testing.T) {
 			defer wg.Done()
 			buf := make([]byte, sample)
 			for off := range next {
-				r := s.OpenReader(obj, false)
+				r := s.OpenReader(obj, false, 0)
 				n, _, err := r.ReadAt(testContext(t), buf, off)
 				r.Close()
 				want := wantBytes(obj, off, int(min(sample, obj.Size-off)))
@@ -108,7 +108,7 @@ func TestDenseRandomOffFetchesOnlyWhatIsRead(t *testing.T) {
 	obj := fakeObject("small.tar", 48<<20)
 	buf := make([]byte, 4096)
 	for _, off := range []int64{5 << 20, 20 << 20, 33 << 20, 1 << 20} {
-		r := s.OpenReader(obj, false)
+		r := s.OpenReader(obj, false, 0)
 		if _, _, err := r.ReadAt(testContext(t), buf, off); err != nil {
 			t.Fatal(err)
 		}
@@ -150,7 +150,7 @@ func randomSmallReads(t *testing.T, s *Scheduler, obj store.Object, n int, seed 
 	buf := make([]byte, 4096)
 	for range n {
 		off := rng.Int64N(obj.Size - int64(len(buf)))
-		r := s.OpenReader(obj, false)
+		r := s.OpenReader(obj, false, 0)
 		got, _, err := r.ReadAt(testContext(t), buf, off)
 		r.Close()
 		if err != nil || got != len(buf) || !bytes.Equal(buf, wantBytes(obj, off, got)) {
@@ -171,7 +171,7 @@ func TestARandomReaderGoneOnLetsItsBlockReachTheCache(t *testing.T) {
 	sink := newRecordingSink(t, bs)
 	s := newTestScheduler(t, cfg, f, sink)
 	obj := fakeObject("big.tar", 1<<30)
-	r := s.OpenReader(obj, false)
+	r := s.OpenReader(obj, false, 0)
 	defer r.Close()
 	// At a block's start (a head GET first), mid-block, and at the start
 	// again: each read leaves the block before its rest could arrive.
@@ -216,7 +216,7 @@ func TestLargeRandomReadsTurnDenseEarly(t *testing.T) {
 	buf := make([]byte, read)
 	turnedAt := 0
 	for i, off := range offs {
-		r := s.OpenReader(obj, false)
+		r := s.OpenReader(obj, false, 0)
 		n, _, err := r.ReadAt(testContext(t), buf, off)
 		r.Close()
 		if err != nil || !bytes.Equal(buf[:n], wantBytes(obj, off, read)) {
@@ -253,7 +253,7 @@ func TestOneSampleReadOverAndOverStaysSparse(t *testing.T) {
 		if i == 50 {
 			off = 80 * bs
 		}
-		r := s.OpenReader(obj, false)
+		r := s.OpenReader(obj, false, 0)
 		n, _, err := r.ReadAt(testContext(t), buf, off)
 		r.Close()
 		if err != nil || !bytes.Equal(buf[:n], wantBytes(obj, off, read)) {
@@ -285,7 +285,7 @@ func TestDensePartsStartWhileAReadWaits(t *testing.T) {
 			started: make(chan string, 1024),
 		}
 		s := newTestScheduler(t, cfg, f, c)
-		r := s.OpenReader(obj, false)
+		r := s.OpenReader(obj, false, 0)
 		defer r.Close()
 		buf := make([]byte, 4096)
 		if _, _, err := r.ReadAt(testContext(t), buf, 10*bs); err != nil {
@@ -335,7 +335,7 @@ func TestDenseMissFetchesToTheEndOfItsPart(t *testing.T) {
 		holdIf: func(_ store.Object, off int64) bool { return off < covered },
 	}
 	s := newTestScheduler(t, cfg, f, c)
-	r := s.OpenReader(obj, false)
+	r := s.OpenReader(obj, false, 0)
 	defer r.Close()
 	// 64 KiB reads, past HeadSize: one GET each, no head first. The
 	// second read turns the object dense.

@@ -112,6 +112,9 @@ func (s *Scheduler) startLocked(p *part) {
 		s.budget.pool.trim(s.cfg.Memory - s.budget.allocated)
 	}
 	ctx, cancel := context.WithCancel(s.ctx)
+	if s.failedLocked(p.o, Range{p.off, p.end}) != nil {
+		ctx = store.WithOneAttempt(ctx) // failed.go
+	}
 	p.cancel = cancel
 	s.wg.Add(1)
 	go s.get(ctx, p)
@@ -174,6 +177,9 @@ func (s *Scheduler) get(ctx context.Context, p *part) {
 	s.pumpScheduleLocked() // a GET slot is free (scheduleSlots)
 	if err != nil {
 		if p.live() {
+			if !s.closed {
+				s.registry.failed.add(objectID{p.o.obj.Key, p.o.obj.ETag}, Range{p.off, p.end}, err, time.Now())
+			}
 			s.stats.Errors++
 			s.log.Warn("prefetch: fetch failed", "key", p.o.obj.Key, "off", p.off, "end", p.end, "err", err)
 			s.removeLocked(p) // a failed part is forgotten, so the next read retries
@@ -182,6 +188,7 @@ func (s *Scheduler) get(ctx context.Context, p *part) {
 		s.mu.Unlock()
 		return
 	}
+	s.registry.failed.forget(objectID{p.o.obj.Key, p.o.obj.ETag}, Range{p.off, p.end})
 	place := p.why.placement()
 	if s.sink == nil || fromRing == want || s.sinkLagsLocked(p, place) {
 		if s.sink != nil && fromRing < want {

@@ -92,7 +92,7 @@ func TestOnlyOneBlockBuffersAreHandedOver(t *testing.T) {
 	readAll(ctx, t, st, seq, int(cfg.BlockSize))
 	st.Close()
 	random := fakeObject("random.tar", 64*cfg.BlockSize)
-	r := s.OpenReader(random, false)
+	r := s.OpenReader(random, false, 0)
 	buf := make([]byte, 512)
 	for _, b := range []int64{40, 3, 27, 11, 59} {
 		if _, _, err := r.ReadAt(ctx, buf, b*cfg.BlockSize+100); err != nil {

@@ -23,6 +23,8 @@ type registry struct {
 	spec     []*part                    // parts prefetched for objects not yet open, oldest first
 	access   map[objectID]*randomAccess // blocks random reads touched, per object (dense.go)
 	dense    []denseFetch               // objects whose rest is fetched in the background, in the order they turned dense
+	failed   failedRanges               // ranges whose GET just failed (failed.go)
+	openers  openers                    // the order each opener takes objects in (openers.go)
 }
 
 // denseFetch is the background fetch of the rest of an object that random
@@ -146,6 +148,12 @@ func (s *Scheduler) tidyLocked(o *object) {
 }
 
 func (s *Scheduler) partAt(o *object, off int64) *part { return o.parts[off/s.cfg.BlockSize] }
+
+// failedLocked returns the error of a GET over r of o that failed in the
+// last failedRangeMemory, or nil (failed.go).
+func (s *Scheduler) failedLocked(o *object, r Range) error {
+	return s.registry.failed.find(objectID{o.obj.Key, o.obj.ETag}, r, time.Now())
+}
 
 // gapLocked returns the run of blocks from start (block-aligned) with no part,
 // up to limit, stopping at the next part or PartSize boundary.

@@ -16,6 +16,7 @@ type Reader struct {
 	s       *Scheduler
 	obj     store.Object
 	oneShot bool
+	opener  Opener
 
 	mu     sync.Mutex // guards only the stream's creation and release, and fills
 	stream *Stream    // opened on the first read that needs it
@@ -25,11 +26,11 @@ type Reader struct {
 	last lastBlock // the cache block the previous cache hit read
 }
 
-// OpenReader returns the read path of one open of obj. oneShot is for
-// reads with no page cache behind them and no later read to prepare for
-// (the GPU interface's READ); see source.go.
-func (s *Scheduler) OpenReader(obj store.Object, oneShot bool) *Reader {
-	return &Reader{s: s, obj: obj, oneShot: oneShot}
+// OpenReader returns the read path of one open of obj by opener (0 when
+// unknown). oneShot is for reads with no page cache behind them and no
+// later read to prepare for (the GPU interface's READ); see source.go.
+func (s *Scheduler) OpenReader(obj store.Object, oneShot bool, opener Opener) *Reader {
+	return &Reader{s: s, obj: obj, oneShot: oneShot, opener: opener}
 }
 
 // ReadAt is Read into p: bytes the read path lent are copied there, once.
@@ -87,7 +88,7 @@ func (r *Reader) openStream() *Stream {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	if r.stream == nil && !r.closed {
-		r.stream = r.s.Open(r.obj)
+		r.stream = r.s.OpenBy(r.obj, r.opener)
 	}
 	return r.stream
 }

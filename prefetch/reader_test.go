@@ -74,7 +74,7 @@ func TestReaderReadsEachCachedBlockOnce(t *testing.T) {
 	obj := store.Object{Key: "k", Size: int64(len(data)), ETag: "e"}
 	c := &blockCache{data: map[string][]byte{"k": data}, blockSize: bs}
 	s := newTestScheduler(t, readerConfig(bs), &fakeFetcher{}, c)
-	r := s.OpenReader(obj, false)
+	r := s.OpenReader(obj, false, 0)
 	defer r.Close()
 	var got []byte
 	for off := int64(0); off < obj.Size; off += 128 << 10 {
@@ -122,7 +122,7 @@ func TestHandleReadsServeRAMOnlyFromTheCache(t *testing.T) {
 	s := newTestScheduler(t, readerConfig(bs), f, c)
 	lent := map[string]bool{}
 	for _, key := range []string{"ram", "disk"} {
-		r := s.OpenReader(store.Object{Key: key, Size: int64(len(data)), ETag: "e"}, false)
+		r := s.OpenReader(store.Object{Key: key, Size: int64(len(data)), ETag: "e"}, false, 0)
 		p := make([]byte, bs)
 		got, tier, release, err := r.Read(context.Background(), p, 0)
 		if err != nil || !bytes.Equal(got, data[:bs]) || tier != metrics.TierCache {
@@ -151,7 +151,7 @@ func TestOneShotReadsSpanningDiskBlocksComeFromTheCache(t *testing.T) {
 	// No store: a read the cache declined would have nowhere to go.
 	s := newTestScheduler(t, readerConfig(bs), nil, c)
 	for _, tc := range []struct{ off, n int64 }{{0, 8 * bs}, {bs / 2, 3 * bs}, {8 * bs, 2 * bs}} {
-		r := s.OpenReader(obj, true)
+		r := s.OpenReader(obj, true, 0)
 		p := make([]byte, tc.n)
 		n, tier, err := r.ReadAt(context.Background(), p, tc.off)
 		r.Close()
@@ -171,7 +171,7 @@ func TestReadAtCopiesLentBytesIntoTheCallersBufferAndReleasesThem(t *testing.T) 
 	cfg := smallConfig()
 	s := newTestScheduler(t, cfg, &fakeFetcher{}, nil)
 	obj := fakeObject("k", 64<<10)
-	r := s.OpenReader(obj, false)
+	r := s.OpenReader(obj, false, 0)
 	p := make([]byte, 4)
 	n, tier, err := r.ReadAt(t.Context(), p, 3)
 	if err != nil || n != 4 || !bytes.Equal(p, wantBytes(obj, 3, 4)) || tier != metrics.TierNetwork {

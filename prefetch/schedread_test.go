@@ -13,7 +13,7 @@ import (
 // loader does a sample, and fails the test on an error or a wrong byte.
 func readScheduled(t *testing.T, s *Scheduler, r Scheduled) {
 	t.Helper()
-	rd := s.OpenReader(r.Obj, false)
+	rd := s.OpenReader(r.Obj, false, 0)
 	defer rd.Close()
 	buf := make([]byte, r.Len)
 	n, _, err := rd.ReadAt(testContext(t), buf, r.Off)

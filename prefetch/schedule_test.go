@@ -137,7 +137,7 @@ func TestScheduledEpochFetchesEachBlockOnceAndFreesWhatWasRead(t *testing.T) {
 	}
 	buf := make([]byte, sample)
 	for _, r := range ranges {
-		rd := s.OpenReader(r.Obj, false)
+		rd := s.OpenReader(r.Obj, false, 0)
 		n, _, err := rd.ReadAt(testContext(t), buf[:r.Len], r.Off)
 		rd.Close()
 		if err != nil || int64(n) != r.Len || !bytes.Equal(buf[:n], wantBytes(r.Obj, r.Off, n)) {
@@ -196,7 +196,7 @@ func TestScheduleNobodyReadsStaysWithinItsBounds(t *testing.T) {
 	}
 	// A read elsewhere still gets budget and the right bytes.
 	other := fakeObject("other.tar", 20*mib)
-	rd := s.OpenReader(other, false)
+	rd := s.OpenReader(other, false, 0)
 	defer rd.Close()
 	buf := make([]byte, 12*mib)
 	if n, _, err := rd.ReadAt(testContext(t), buf, 0); err != nil || !bytes.Equal(buf[:n], wantBytes(other, 0, len(buf))) {
@@ -246,7 +246,7 @@ func TestScheduleDropsRangesTheReaderWentPast(t *testing.T) {
 	}
 	read := func(r Scheduled) {
 		t.Helper()
-		rd := s.OpenReader(obj, false)
+		rd := s.OpenReader(obj, false, 0)
 		defer rd.Close()
 		buf := make([]byte, r.Len)
 		if n, _, err := rd.ReadAt(testContext(t), buf, r.Off); err != nil || !bytes.Equal(buf[:n], wantBytes(obj, r.Off, len(buf))) {
@@ -294,7 +294,7 @@ func TestScheduledRangeReadInPiecesIsFetchedOnce(t *testing.T) {
 		offs = append(offs, off)
 	}
 	rand.New(rand.NewPCG(15, 128)).Shuffle(len(offs), func(i, j int) { offs[i], offs[j] = offs[j], offs[i] })
-	rd := s.OpenReader(obj, false)
+	rd := s.OpenReader(obj, false, 0)
 	defer rd.Close()
 	buf := make([]byte, piece)
 	for _, off := range offs {
@@ -375,7 +375,7 @@ func TestScheduleOverCachedBlocksCopiesOnlyWhatTheRAMTierLacks(t *testing.T) {
 					st.ScheduleParts, st.CacheBytes, tc.parts, tc.cacheBytes)
 			}
 			for _, r := range ranges {
-				rd := s.OpenReader(obj, false)
+				rd := s.OpenReader(obj, false, 0)
 				buf := make([]byte, r.Len)
 				n, _, err := rd.ReadAt(testContext(t), buf, r.Off)
 				rd.Close()
@@ -419,7 +419,7 @@ func TestScheduleOfSmallShardsLetsPartsGoOnceCached(t *testing.T) {
 			st.InUseBytes, st.ScheduleInUseBytes, st.ScheduleQueued, st.ScheduleParts)
 	}
 	for _, r := range ranges {
-		rd := s.OpenReader(r.Obj, false)
+		rd := s.OpenReader(r.Obj, false, 0)
 		buf := make([]byte, r.Len)
 		n, _, err := rd.ReadAt(testContext(t), buf, r.Off)
 		rd.Close()
@@ -451,7 +451,7 @@ func TestScheduleLeavesHalfTheGETSlotsToReads(t *testing.T) {
 		t.Fatalf("%d of %d GET slots taken by the schedule, want half", n, cfg.Concurrency)
 	}
 	other := fakeObject("other.tar", mib)
-	rd := s.OpenReader(other, false)
+	rd := s.OpenReader(other, false, 0)
 	buf := make([]byte, 4*kib)
 	n, _, err := rd.ReadAt(testContext(t), buf, 5)
 	rd.Close()

@@ -1,10 +1,12 @@
 package prefetch
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
 	"io"
+	"log/slog"
 	"math/rand/v2"
 	"sync"
 	"sync/atomic"
@@ -361,7 +363,7 @@ func TestStreamCloseCancelsItsReadAheadAndFreesBudget(t *testing.T) {
 	}
 }
 
-func TestFetchErrorsSurfaceWrappedAndAreRetried(t *testing.T) {
+func TestFetchErrorsSurfaceWrapped(t *testing.T) {
 	ctx := testContext(t)
 	cfg := smallConfig()
 	mem := storetest.NewMem()
@@ -374,37 +376,77 @@ func TestFetchErrorsSurfaceWrappedAndAreRetried(t *testing.T) {
 		t.Fatalf("read of a changed object: %v, want store.ErrChanged", err)
 	}
 	st.Close()
+}
 
-	f := &fakeFetcher{}
-	flaky := errors.New("connection reset")
-	var failing atomic.Bool
-	failing.Store(true)
-	f.fail = func(store.Object, int64) error {
-		if failing.Load() {
-			return flaky
+// TestAFailedRangeGetsOneAttempt: through the store's retry wrapper, a
+// read whose GET failed after the whole retry budget is read again (the
+// kernel's re-read of a failed page) with one attempt: while the store is
+// still failing, the error comes at once, with no backoff; once the store
+// answers, the read gets every byte at once. After failedRangeMemory the
+// range has the whole budget again.
+func TestAFailedRangeGetsOneAttempt(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		ctx := testContext(t)
+		cfg := smallConfig()
+		cfg.HeadSize = 0
+		const budget = 20 * time.Second
+		mem := storetest.NewMem()
+		data := make([]byte, cfg.BlockSize) // one part: no read-ahead
+		fillPattern(data, fakeObject("b", int64(len(data))), 0)
+		mem.Put("b", data)
+		flaky := errors.New("connection refused")
+		var failing atomic.Bool
+		var attempts atomic.Int64
+		mem.Hook = func(string, int64, int) error {
+			attempts.Add(1)
+			if failing.Load() {
+				return flaky
+			}
+			return nil
 		}
-		return nil
-	}
-	sink := newRecordingSink(t, cfg.BlockSize)
-	s2 := newTestScheduler(t, cfg, f, sink)
-	b := fakeObject("b", 50<<10)
-	sb := s2.Open(b)
-	defer sb.Close()
-	buf := make([]byte, 1000)
-	if _, err := sb.ReadAt(ctx, buf, 0); !errors.Is(err, flaky) {
-		t.Fatalf("first read: %v, want the fetch error", err)
-	}
-	settledStats(t, s2) // a Sink call would follow the read's answer
-	if sink.has("b", 0) {
-		t.Fatal("a failed part reached the cache")
-	}
-	failing.Store(false)
-	if err := readCheck(ctx, sb, b, buf, 0); err != nil {
-		t.Fatalf("retry: %v", err)
-	}
-	if s2.Stats().Errors == 0 {
-		t.Fatal("failed GET not counted")
-	}
+		policy := store.RetryPolicy{Attempts: 1000, BaseDelay: time.Second, MaxDelay: time.Second, Budget: budget}
+		retry := store.WithRetry(mem, policy, slog.New(slog.DiscardHandler))
+		obj, err := retry.Stat(ctx, "b")
+		if err != nil {
+			t.Fatal(err)
+		}
+		s := newTestScheduler(t, cfg, retry, nil)
+		read := func() (time.Duration, error) {
+			st := s.Open(obj)
+			defer st.Close()
+			start := time.Now()
+			got := make([]byte, cfg.BlockSize)
+			n, err := st.ReadAt(ctx, got, 0)
+			if err == nil && !bytes.Equal(got[:n], data[:n]) {
+				t.Fatal("wrong bytes")
+			}
+			return time.Since(start), err
+		}
+
+		failing.Store(true)
+		if took, err := read(); !errors.Is(err, flaky) || took < budget {
+			t.Fatalf("first read: %v after %v, want the store's error after the %v budget", err, took, budget)
+		}
+		settledStats(t, s)
+		before := attempts.Load()
+		if took, err := read(); !errors.Is(err, flaky) || took != 0 {
+			t.Fatalf("read of a range that just failed: %v after %v, want the error at once", err, took)
+		}
+		if n := attempts.Load() - before; n != 1 {
+			t.Fatalf("%d attempts for a read of a range that just failed, want 1", n)
+		}
+		failing.Store(false)
+		if took, err := read(); err != nil || took != 0 {
+			t.Fatalf("read once the store answers: %v after %v, want every byte at once", err, took)
+		}
+
+		failing.Store(true)
+		settledStats(t, s)
+		time.Sleep(failedRangeMemory)
+		if took, err := read(); !errors.Is(err, flaky) || took < budget {
+			t.Fatalf("read after failedRangeMemory: %v after %v, want the whole %v budget again", err, took, budget)
+		}
+	})
 }
 
 func TestReadAtEdges(t *testing.T) {

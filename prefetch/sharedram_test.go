@@ -34,7 +34,7 @@ func TestSharedRAMTierReadsAreCopiedOutOfTheSlot(t *testing.T) {
 		}
 		// No store: every read must come from the cache.
 		s := newTestScheduler(t, readerConfig(bs), nil, c)
-		r := s.OpenReader(obj, false)
+		r := s.OpenReader(obj, false, 0)
 		// The last two span blocks: copied out of both slots.
 		for _, off := range []int64{3*bs + 100, bs + 7, 2*bs + 4000, bs + 9, 2*bs - 50, bs - 4000} {
 			p := make([]byte, 4096)

@@ -70,7 +70,7 @@ func TestReadAheadSkipsASinkThatStalls(t *testing.T) {
 		s := newTestScheduler(t, cfg, &fakeFetcher{}, sink)
 		t.Cleanup(openSink) // before Close, which waits for the Sink
 		obj := fakeObject("stalled", 64*cfg.PartSize)
-		r := s.OpenReader(obj, false)
+		r := s.OpenReader(obj, false, 0)
 		readThrough(ctx, t, r, obj)
 		r.Close()
 		openSink()
@@ -106,7 +106,7 @@ func TestCacheFillerWaitsForASlowSink(t *testing.T) {
 				sink := &slowSink{recordingSink: newRecordingSink(t, cfg.BlockSize), delay: 2 * time.Millisecond}
 				s := newTestScheduler(t, cfg, &fakeFetcher{}, sink)
 				obj := fakeObject("slow", 32*cfg.PartSize)
-				r := s.OpenReader(obj, false)
+				r := s.OpenReader(obj, false, 0)
 				if fill {
 					r.FillCache()
 				}

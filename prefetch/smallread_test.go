@@ -53,7 +53,7 @@ func TestSmallRandomReadsOfARingBlockReadItOnce(t *testing.T) {
 			// One handle per sample, as a Dataset that opens the shard in
 			// __getitem__ does; the block is block 3, away from offset 0.
 			off := 3*bs + rng.Int64N(bs-int64(sample))
-			r := s.OpenReader(obj, false)
+			r := s.OpenReader(obj, false, 0)
 			buf := make([]byte, sample)
 			n, _, err := r.ReadAt(testContext(t), buf, off)
 			r.Close()
@@ -93,7 +93,7 @@ func TestSmallRandomReadsWithTheRAMTierFullReadTheirChunks(t *testing.T) {
 	before := c.Stats().RingBytesRead
 	for range reads {
 		off := bs + rng.Int64N(obj.Size-bs-sample)
-		r := s.OpenReader(obj, false)
+		r := s.OpenReader(obj, false, 0)
 		buf := make([]byte, sample)
 		n, _, err := r.ReadAt(testContext(t), buf, off)
 		r.Close()

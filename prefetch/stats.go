@@ -22,6 +22,7 @@ type Stats struct {
 	PeakRunning           int64 // the most parts ever fetched at once: is read-ahead keeping the backend busy?
 	NextParts             int64 // parts prefetched from the next objects in listing order
 	NextFound             int64 // opens that found their first part prefetched as a next object
+	NextMissed            int64 // opens of another object than the one their opener's stride guessed
 	HintParts             int64 // parts prefetched because a loader hinted the object
 	HintFound             int64 // opens that found their first part prefetched from a hint
 	Cancelled             int64 // parts dropped before their GET finished

@@ -16,6 +16,7 @@ type Stream struct {
 	s      *Scheduler
 	o      *object
 	obj    store.Object
+	opener Opener  // who opened it: next-shard read-ahead follows its order (openers.go)
 	policy *Policy // guarded by s.mu, like every field below
 	// since: Scheduler.opens before the streams open alongside this one
 	// were opened, as if they had opened just before it. Objects opened
@@ -31,10 +32,14 @@ type Stream struct {
 // Open starts a stream over obj. If the start of obj was prefetched
 // because the previous object was being streamed or a loader hinted it, the
 // stream starts sequential with a window as wide as what is already there.
-func (s *Scheduler) Open(obj store.Object) *Stream {
+func (s *Scheduler) Open(obj store.Object) *Stream { return s.OpenBy(obj, 0) }
+
+// OpenBy is Open for a stream opened by opener, whose opens teach
+// next-shard read-ahead the order it takes objects in.
+func (s *Scheduler) OpenBy(obj store.Object, opener Opener) *Stream {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	st := &Stream{s: s, obj: obj, policy: NewPolicy(s.cfg, obj.Size), held: map[*part]struct{}{}}
+	st := &Stream{s: s, obj: obj, opener: opener, policy: NewPolicy(s.cfg, obj.Size), held: map[*part]struct{}{}}
 	if s.closed {
 		st.closed = true
 		return st
@@ -45,6 +50,9 @@ func (s *Scheduler) Open(obj store.Object) *Stream {
 	st.since = s.registry.opens - 1 - uint64(len(s.registry.streams))
 	if i, ok := s.registry.indexOf(obj.Key); ok {
 		s.registry.openedAt[i] = s.registry.opens
+		if s.registry.openers.opened(opener, i) {
+			s.stats.NextMissed++
+		}
 	}
 	s.registry.streams[st] = struct{}{}
 	if first := s.partAt(st.o, 0); first != nil && first.why.speculative() {

@@ -29,7 +29,7 @@ func TestFetchedBlocksReachTheRingSummedOnArrival(t *testing.T) {
 	st.Close()
 
 	random := fakeObject("shard-random.tar", 4*bs)
-	r := s.OpenReader(random, false)
+	r := s.OpenReader(random, false, 0)
 	buf := make([]byte, 4<<10)
 	for _, off := range []int64{3*bs + 5, 1*bs + 9, 2*bs + 100, 7} { // random: parts start with a head GET
 		if _, _, err := r.ReadAt(ctx, buf, off); err != nil {

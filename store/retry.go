@@ -122,6 +122,22 @@ func (r *Retry) ReadRange(ctx context.Context, obj Object, off int64, p []byte) 
 	return done, err
 }
 
+type oneAttemptKey struct{}
+
+// WithOneAttempt returns ctx under which Retry makes a single attempt of
+// each call and returns its failure as it is, with no backoff: the caller
+// knows the same call just failed after a whole retry budget, and one more
+// budget would only delay the error (the kernel reading a failed page
+// again), while a store that is back answers the one attempt.
+func WithOneAttempt(ctx context.Context) context.Context {
+	return context.WithValue(ctx, oneAttemptKey{}, true)
+}
+
+func oneAttempt(ctx context.Context) bool {
+	one, _ := ctx.Value(oneAttemptKey{}).(bool)
+	return one
+}
+
 // withinBudget ends a backoff's waits at the call's deadline: a wait that
 // would run past it is cut to end there, so the last attempt starts by
 // the deadline and its failure ends the call. Uncut, a 5 s wait begun just
@@ -169,7 +185,7 @@ func (r *Retry) do(ctx context.Context, op, key string, call func() (progressed 
 			delays.Reset()
 		}
 		elapsed := time.Since(start)
-		if failures >= r.policy.Attempts || (r.policy.Budget > 0 && elapsed >= r.policy.Budget) {
+		if failures >= r.policy.Attempts || (r.policy.Budget > 0 && elapsed >= r.policy.Budget) || oneAttempt(ctx) {
 			return backoff.Permanent(fmt.Errorf("%s %s: giving up after %d attempts in %s: %w", op, key, attempt, elapsed.Round(time.Millisecond), err))
 		}
 		return err

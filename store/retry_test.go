@@ -59,6 +59,36 @@ func TestRetryGivesUpAndKeepsCause(t *testing.T) {
 	}
 }
 
+// TestRetryOneAttempt: under WithOneAttempt a failing call is tried once
+// and its error returned, and a store that answers is read as usual.
+func TestRetryOneAttempt(t *testing.T) {
+	mem := storetest.NewMem()
+	mem.Put("a", []byte("shard"))
+	failing := true
+	calls := 0
+	mem.Hook = func(string, int64, int) error {
+		calls++
+		if failing {
+			return errReset
+		}
+		return nil
+	}
+	r := store.WithRetry(mem, fastPolicy(5), slog.New(slog.DiscardHandler))
+	obj, _ := r.Stat(context.Background(), "a")
+	ctx := store.WithOneAttempt(context.Background())
+	if _, err := r.ReadRange(ctx, obj, 0, make([]byte, 5)); !errors.Is(err, errReset) {
+		t.Fatalf("err = %v, want the reset", err)
+	}
+	if calls != 1 || r.Retries() != 0 {
+		t.Fatalf("%d attempts and %d retries under WithOneAttempt, want 1 and 0", calls, r.Retries())
+	}
+	failing = false
+	p := make([]byte, 5)
+	if n, err := r.ReadRange(ctx, obj, 0, p); err != nil || string(p[:n]) != "shard" {
+		t.Fatalf("ReadRange = %q, %v", p[:n], err)
+	}
+}
+
 func TestRetryDoesNotRetryPermanentErrors(t *testing.T) {
 	for _, perm := range []error{store.ErrChanged, store.ErrNotFound, store.ErrDenied, store.ErrNoBucket} {
 		mem := storetest.NewMem()

@@ -522,3 +522,54 @@ func lastLines(s string, n int) string {
 	}
 	return strings.Join(lines, "\n")
 }
+
+// TestEndpointDiesEIOWithinRetryTimeout: the store's endpoint goes away
+// (the proxy in front of it refuses connections) while a file is open and
+// unread. The first read(2) fails with EIO within --retry-timeout and 2 s:
+// the kernel reads the failed page again itself, and that read must not
+// wait out a second retry budget. Once the endpoint is back, the file
+// reads whole, every byte right.
+func TestEndpointDiesEIOWithinRetryTimeout(t *testing.T) {
+	t.Parallel()
+	const retry = 6 * time.Second
+	tp := startToxiproxy(t)
+	p := tp.proxy(t, "minio-dies", e2e.minio.url)
+	m := mountWith(t, e2e.env(), p.url, e2e.source(),
+		"--retry-timeout", retry.String(), "--stall-timeout", faultStallTimeout.String(), "--memory-cache-size", "0")
+	o := e2e.objects[0]
+	f, err := os.Open(m.path(o.key))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+
+	tp.mustCall(t, http.MethodPost, "/proxies/"+p.name, map[string]any{"enabled": false}, nil)
+	start := time.Now()
+	_, err = f.Read(make([]byte, faultChunk))
+	took := time.Since(start)
+	if !errors.Is(err, syscall.EIO) {
+		t.Fatalf("read with the endpoint gone: %v, want EIO", err)
+	}
+	if took > retry+2*time.Second {
+		t.Fatalf("EIO after %v, want within --retry-timeout %v + 2s", took.Round(time.Millisecond), retry)
+	}
+	t.Logf("EIO after %v (--retry-timeout %v)", took.Round(time.Millisecond), retry)
+
+	tp.mustCall(t, http.MethodPost, "/proxies/"+p.name, map[string]any{"enabled": true}, nil)
+	// The range that failed is failed again at once for a moment (the
+	// kernel's own re-read); wait for the first read that reaches the
+	// store, then check every byte.
+	deadline := time.Now().Add(retry + time.Minute)
+	for {
+		sum, n, err := readSHA256(m.path(o.key), faultChunk)
+		if err == nil {
+			if sum != o.sha256 || n != o.size {
+				t.Fatalf("%s after the endpoint came back: %d bytes, sha256 %s; want %d, %s", o.key, n, sum, o.size, o.sha256)
+			}
+			break
+		}
+		if !errors.Is(err, syscall.EIO) || time.Now().After(deadline) {
+			t.Fatalf("%s after the endpoint came back: %v", o.key, err)
+		}
+	}
+}

@@ -12,8 +12,8 @@ import (
 // readPath adapts the scheduler to what fs asks of the read path.
 type readPath struct{ *prefetch.Scheduler }
 
-func (p readPath) OpenReader(obj store.Object, oneShot bool) shardfs.Reader {
-	return p.Scheduler.OpenReader(obj, oneShot)
+func (p readPath) OpenReader(obj store.Object, oneShot bool, opener uint32) shardfs.Reader {
+	return p.Scheduler.OpenReader(obj, oneShot, prefetch.Opener(opener))
 }
 
 // Schedule hands a loader's schedule to the scheduler.

@@ -80,9 +80,9 @@ func Drive(ctx context.Context, o Options, scenarios []*Scenario) error {
 			return fmt.Errorf("scenario %s: %w", s.Name, err)
 		}
 	}
-	fmt.Fprintf(o.Log, "%d runs recorded in %s\n", total, res.Name())
+	fmt.Fprintf(o.Log, "%d rows recorded in %s\n", total, res.Name())
 	if failed > 0 {
-		return fmt.Errorf("%d of %d runs failed; their records name the error", failed, total)
+		return fmt.Errorf("%d of %d rows failed; their records name the error", failed, total)
 	}
 	return nil
 }

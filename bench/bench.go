@@ -2,13 +2,15 @@
 // sequential throughput, time to first byte and random reads, run the same
 // way straight against a store (the ceiling without FUSE) and over the
 // files of any mounted directory (shardfs, s3fs, rclone mount), so the
-// figures compare like with like. Each workload prints one RESULT line for
-// scripts/bench.sh to parse. It never mounts anything and knows nothing of
-// shardfs' internals.
+// figures compare like with like. Each workload prints one JSON line. The
+// same package holds the driver of `shardfs bench run` (driver.go) and its
+// report (report.go); the workloads themselves never mount anything and
+// know nothing of shardfs' internals.
 package bench
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"io"
 	"os"
@@ -37,15 +39,18 @@ type Settings struct {
 	Seed        int64
 }
 
-// Run runs the chosen workloads in order and prints a RESULT line for
-// each, with the CPU seconds this process spent on it (reader_cpu_s); extra adds the target's own counters to every line.
-func Run(ctx context.Context, w io.Writer, t Target, s Settings, extra func() string) error {
+// RunWorkloads runs the chosen workloads in order and prints one JSON object per
+// workload: its figures, the CPU seconds this process spent on it
+// (reader_cpu_s) and what extra adds (the target's own counters). The
+// driver reads these lines as a workload's figures.
+func RunWorkloads(ctx context.Context, w io.Writer, t Target, s Settings, extra func() map[string]float64) error {
 	items := t.items()
 	if len(items) == 0 {
 		return fmt.Errorf("nothing to read: no objects matched")
 	}
+	enc := json.NewEncoder(w)
 	for _, wl := range s.Workloads {
-		var fields string
+		var figs map[string]float64
 		cpuBefore := cpuSeconds()
 		switch wl {
 		case "seq":
@@ -53,25 +58,33 @@ func Run(ctx context.Context, w io.Writer, t Target, s Settings, extra func() st
 			if err != nil {
 				return fmt.Errorf("seq: %w", err)
 			}
-			fields = fmt.Sprintf("bytes=%d seconds=%.3f mbps=%.1f", r.bytes, r.seconds, float64(r.bytes)/r.seconds/1e6)
+			figs = map[string]float64{"bytes": float64(r.bytes), "seconds": r.seconds, "mbps": float64(r.bytes) / r.seconds / 1e6}
 		case "ttfb":
 			r, err := firstByte(ctx, t, items, s)
 			if err != nil {
 				return fmt.Errorf("ttfb: %w", err)
 			}
-			fields = fmt.Sprintf("opens=%d bytes=%d ttfb_ms=%.2f min_ms=%.2f max_ms=%.2f", r.opens, s.TTFBSize, r.median, r.min, r.max)
+			figs = map[string]float64{"opens": float64(r.opens), "bytes": float64(int64(r.opens) * s.TTFBSize),
+				"ttfb_ms": r.median, "min_ms": r.min, "max_ms": r.max}
 		case "random":
 			r, err := random(ctx, t, items, s)
 			if err != nil {
 				return fmt.Errorf("random: %w", err)
 			}
-			fields = fmt.Sprintf("reads=%d size=%d seconds=%.3f reads_per_s=%.1f mbps=%.1f", r.reads, s.RandomSize, r.seconds, float64(r.reads)/r.seconds, float64(r.bytes)/r.seconds/1e6)
+			figs = map[string]float64{"reads": float64(r.reads), "size": float64(s.RandomSize), "bytes": float64(r.bytes),
+				"seconds": r.seconds, "reads_per_s": float64(r.reads) / r.seconds, "mbps": float64(r.bytes) / r.seconds / 1e6}
 		}
-		fields += fmt.Sprintf(" reader_cpu_s=%.3f", cpuSeconds()-cpuBefore)
-		if e := extra(); e != "" {
-			fields += " " + e
+		figs["reader_cpu_s"] = cpuSeconds() - cpuBefore
+		for k, v := range extra() {
+			figs[k] = v
 		}
-		fmt.Fprintf(w, "RESULT name=%s workload=%s %s\n", s.Name, wl, fields)
+		line := map[string]any{"name": s.Name, "workload": wl}
+		for k, v := range figs {
+			line[k] = v
+		}
+		if err := enc.Encode(line); err != nil {
+			return err
+		}
 	}
 	return nil
 }

@@ -6,7 +6,7 @@ import (
 	"fmt"
 	"io"
 	"math/rand/v2"
-	"sort"
+	"slices"
 	"sync"
 	"time"
 )
@@ -124,12 +124,7 @@ func firstByte(ctx context.Context, t Target, items []item, s Settings) (firstBy
 		}
 		lat = append(lat, float64(d.Microseconds())/1e3)
 	}
-	sort.Float64s(lat)
-	mid := lat[len(lat)/2]
-	if len(lat)%2 == 0 {
-		mid = (lat[len(lat)/2-1] + mid) / 2
-	}
-	return firstByteResult{opens: len(lat), median: mid, min: lat[0], max: lat[len(lat)-1]}, nil
+	return firstByteResult{opens: len(lat), median: median(lat), min: slices.Min(lat), max: slices.Max(lat)}, nil
 }
 
 // randomResult is what the random workload measured.

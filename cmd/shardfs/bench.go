@@ -12,10 +12,10 @@ import (
 	"github.com/shardfs/shardfs/prefetch"
 )
 
-// benchCommand runs the workloads of package bench two ways: straight
-// against the store (the ceiling without FUSE) and over the files of any
-// mounted directory (shardfs, s3fs, rclone mount). scripts/bench.sh runs
-// both side by side.
+// benchCommand is the benchmark driver (run: scenarios into results.jsonl;
+// report: results into tables and plots) and the workloads it runs, two
+// ways: straight against the store (the ceiling without FUSE) and over the
+// files of any mounted directory (shardfs, s3fs, rclone mount).
 func benchCommand() *cli.Command {
 	direct := append(benchFlags(), s3Flags()...)
 	direct = append(direct,
@@ -28,11 +28,14 @@ func benchCommand() *cli.Command {
 	)
 	return &cli.Command{
 		Name:  "bench",
-		Usage: "measure cold sequential throughput, time to first byte and random reads, directly or through a mount",
-		Description: "Prints one 'RESULT name=... workload=... key=value ...' line per workload for scripts to parse.\n" +
-			"Workloads: seq (read everything once), ttfb (median time to the first --ttfb-size bytes over --opens\n" +
-			"opens of distinct objects), random (--random-reads reads of --random-size at seeded offsets).",
+		Usage: "run benchmark scenarios, report their results, or run one workload directly or through a mount",
+		Description: "run and report are the benchmark driver (docs/BENCHMARKS.md, method). direct and files print one\n" +
+			"JSON object per workload. Workloads: seq (read everything once), ttfb (median time to the first\n" +
+			"--ttfb-size bytes over --opens opens of distinct objects), random (--random-reads reads of\n" +
+			"--random-size at seeded offsets).",
 		Subcommands: []*cli.Command{
+			benchRunCommand(),
+			benchReportCommand(),
 			{
 				Name:         "direct",
 				Usage:        "ranged GETs against SOURCE without FUSE: the ceiling a mount can reach",
@@ -56,7 +59,7 @@ func benchCommand() *cli.Command {
 
 func benchFlags() []cli.Flag {
 	return []cli.Flag{
-		&cli.StringFlag{Name: "name", Usage: "label of the RESULT lines (default: direct, or the directory)", EnvVars: env("bench-name")},
+		&cli.StringFlag{Name: "name", Usage: "label of the output lines (default: direct, or the directory)", EnvVars: env("bench-name")},
 		&cli.StringFlag{Name: "workload", Value: "seq,ttfb,random", Usage: "comma-separated workloads to run: seq, ttfb, random", EnvVars: env("bench-workload")},
 		&cli.StringFlag{Name: "include", Usage: "only keys (paths relative to DIR) matching this glob", EnvVars: env("include")},
 		&cli.IntFlag{Name: "readers", Value: 4, Usage: "parallel readers of the random workload, and of the sequential one over files", EnvVars: env("bench-readers")},
@@ -127,8 +130,8 @@ func runBenchDirect(c *cli.Context) error {
 	if err != nil {
 		return err
 	}
-	return bench.Run(ctx, c.App.Writer, bench.Direct(b.retry, objs), s, func() string {
-		return fmt.Sprintf("gets=%d get_bytes=%d", b.meter.C.GETs.Load(), b.meter.C.BytesRead.Load())
+	return bench.RunWorkloads(ctx, c.App.Writer, bench.Direct(b.retry, objs), s, func() map[string]float64 {
+		return map[string]float64{"gets": float64(b.meter.C.GETs.Load()), "get_bytes": float64(b.meter.C.BytesRead.Load())}
 	})
 }
 
@@ -156,5 +159,5 @@ func runBenchFiles(c *cli.Context) error {
 	}
 	ctx, stop := signal.NotifyContext(c.Context, syscall.SIGINT, syscall.SIGTERM)
 	defer stop()
-	return bench.Run(ctx, c.App.Writer, t, s, func() string { return "" })
+	return bench.RunWorkloads(ctx, c.App.Writer, t, s, func() map[string]float64 { return nil })
 }

@@ -1,0 +1,136 @@
+package bench
+
+import (
+	"bytes"
+	"encoding/json"
+	"math"
+	"strings"
+	"testing"
+)
+
+// rec is one record of an accelerator sweep: value is the AU.
+func rec(system, role string, x float64, round int, value float64) Record {
+	return Record{Scenario: "au", Workload: "resnet50", Kind: "accelerators", System: system, Role: role, Store: "remote",
+		Dataset: "shards", Round: round, Pass: 1, XName: "accelerators", X: x, Figure: "au", Value: value, HigherIsBetter: true,
+		BytesRead: 2e9, CPU: CPU{Daemon: 2, Store: 1, Proxy: 1, Readers: 8}, StoreSentBytes: 2.1e9, DaemonPeakRSS: 300 << 20,
+		Tree: "v1-2-gabc", Machine: Machine{Host: "box", CPUs: 2, CPUModel: "cpu", MemBytes: 16 << 30, Kernel: "6.1"}}
+}
+
+func sweep() []Record {
+	var recs []Record
+	for round, v := range [][4]float64{{0.99, 0.95, 0.97, 0.66}, {0.97, 0.91, 0.93, 0.60}, {0.98, 0.93, 0.95, 0.70}} {
+		recs = append(recs, rec("local", "ceiling", 4, round+1, v[0]), rec("shardfs", "subject", 4, round+1, v[1]),
+			rec("rclone", "peer", 4, round+1, v[2]), rec("s3fs", "peer", 4, round+1, v[3]))
+	}
+	for round, v := range [][4]float64{{0.90, 0.60, 0.40, 0.20}, {0.92, 0.50, 0.44, 0.30}} {
+		recs = append(recs, rec("local", "ceiling", 16, round+1, v[0]), rec("shardfs", "subject", 16, round+1, v[1]),
+			rec("rclone", "peer", 16, round+1, v[2]), rec("s3fs", "peer", 16, round+1, v[3]))
+	}
+	failed := rec("shardfs", "subject", 16, 3, 0)
+	failed.Error = "shardfs exited while mounting"
+	return append(recs, failed)
+}
+
+func TestSummarizeMediansRangesAndRatios(t *testing.T) {
+	tables := Summarize(sweep())
+	if len(tables) != 1 {
+		t.Fatalf("%d tables, want 1", len(tables))
+	}
+	rows := tables[0].Rows
+	if len(rows) != 8 {
+		t.Fatalf("%d rows, want 8", len(rows))
+	}
+	sh4, sh16 := rows[1], rows[5]
+	if sh4.System != "shardfs" || sh4.X != 4 || sh4.Median != 0.93 || sh4.Min != 0.91 || sh4.Max != 0.95 || sh4.Rounds != 3 {
+		t.Errorf("shardfs at 4: %+v", sh4)
+	}
+	// Ceiling: local's median 0.98; best peer: rclone's 0.95.
+	if !near(sh4.VsCeiling, 0.93/0.98) || !near(sh4.VsPeer, 0.93/0.95) {
+		t.Errorf("shardfs at 4: × ceiling %v, × best peer %v", sh4.VsCeiling, sh4.VsPeer)
+	}
+	// Two rounds give the mean of the middle two; the failed round counts apart.
+	if !near(sh16.Median, 0.55) || sh16.Rounds != 2 || sh16.Failed != 1 || !near(sh16.VsPeer, 0.55/0.42) {
+		t.Errorf("shardfs at 16: %+v", sh16)
+	}
+	if !near(sh4.DaemonCPU, 1) || !near(sh4.StoreCPU, 1) || !near(sh4.ReaderCPU, 4) || !near(sh4.FetchedPerRead, 1.05) || sh4.PeakRSSMiB != 300 {
+		t.Errorf("shardfs at 4, costs: %+v", sh4)
+	}
+	if local := rows[0]; local.VsCeiling != 1 {
+		t.Errorf("the ceiling against itself: %v", local.VsCeiling)
+	}
+}
+
+// For a figure where lower is better, the best peer is the lowest.
+func TestSummarizeLowerIsBetter(t *testing.T) {
+	var recs []Record
+	for _, y := range []struct {
+		name, role string
+		ms         float64
+	}{{"direct", "ceiling", 20}, {"shardfs", "subject", 30}, {"s3fs", "peer", 45}, {"rclone", "peer", 60}} {
+		r := rec(y.name, y.role, 0, 1, y.ms)
+		r.Workload, r.Figure, r.HigherIsBetter, r.XName = "ttfb", "ttfb_ms", false, ""
+		recs = append(recs, r)
+	}
+	rows := Summarize(recs)[0].Rows
+	if !near(rows[1].VsPeer, 30.0/45) || !near(rows[1].VsCeiling, 1.5) {
+		t.Errorf("shardfs: × best peer %v (want 30/45), × ceiling %v (want 1.5)", rows[1].VsPeer, rows[1].VsCeiling)
+	}
+}
+
+func TestMarkdownStatesTheCommandTreeAndMachine(t *testing.T) {
+	tables := Summarize(sweep())
+	md := Markdown(tables, map[string]string{"au/resnet50/remote": "bench/au-resnet50-remote.png"})
+	for _, want := range []string{
+		"### au: resnet50, remote store",
+		"`shardfs bench run bench/scenarios/au.yaml`, data set shards; figure: au (higher is better); tree v1-2-gabc; box, 2 CPUs (cpu), 16 GiB RAM, Linux 6.1.",
+		"![au resnet50, remote](bench/au-resnet50-remote.png)",
+		"| accelerators | system | au (median) | range | rounds | × ceiling | × best peer |",
+		"| 4 | shardfs | 0.93 | 0.91–0.95 | 3 | 0.949 | 0.979 | 1 | 1 | 4 | 300 | 1.05 |",
+		"| 16 | shardfs | 0.55 | 0.5–0.6 | 2 (1 failed) |",
+	} {
+		if !strings.Contains(md, want) {
+			t.Errorf("markdown lacks %q:\n%s", want, md)
+		}
+	}
+}
+
+func TestPlotsHaveASeriesPerSystem(t *testing.T) {
+	plots := Plots(Summarize(sweep()))
+	if len(plots) != 1 || plots[0].File != "au-resnet50-remote.png" || len(plots[0].Series) != 4 {
+		t.Fatalf("plots: %+v", plots)
+	}
+	s := plots[0].Series[1]
+	if s.System != "shardfs" || len(s.X) != 2 || s.X[1] != 16 || !near(s.Median[1], 0.55) || s.Min[0] != 0.91 || s.Max[0] != 0.95 {
+		t.Errorf("shardfs series: %+v", s)
+	}
+}
+
+func TestRecordsRoundTrip(t *testing.T) {
+	var buf bytes.Buffer
+	enc := json.NewEncoder(&buf)
+	for _, r := range sweep() {
+		if err := enc.Encode(r); err != nil {
+			t.Fatal(err)
+		}
+	}
+	recs, err := decodeRecords(&buf)
+	if err != nil || len(recs) != len(sweep()) || recs[0].Machine.CPUs != 2 || recs[len(recs)-1].Error == "" {
+		t.Fatalf("decoded %d records, %v", len(recs), err)
+	}
+	if _, err := decodeRecords(strings.NewReader("{}\n{bad\n")); err == nil || !strings.Contains(err.Error(), "line 2") {
+		t.Errorf("a bad line: %v, want an error naming line 2", err)
+	}
+}
+
+func TestSpliceReplacesOnlyTheGeneratedSection(t *testing.T) {
+	doc := "# Title\n" + BeginMarker + "\nold tables\n" + EndMarker + "\n## Method\n"
+	got, err := Splice(doc, "new tables\n")
+	if err != nil || got != "# Title\n"+BeginMarker+"\nnew tables\n"+EndMarker+"\n## Method\n" {
+		t.Errorf("spliced %q, %v", got, err)
+	}
+	if _, err := Splice("# no markers\n", "x"); err == nil {
+		t.Error("a document without markers took the tables")
+	}
+}
+
+func near(a, b float64) bool { return math.Abs(a-b) < 1e-9 }

@@ -1,0 +1,196 @@
+package bench
+
+import (
+	"fmt"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+)
+
+const twoStores = `
+rounds: 2
+stores: [loopback, remote]
+remote: {latency_ms: 20, rate_kbps: 50000}
+datasets:
+  - {name: shards, shards: 64, samples: 256, sample_size: 100KiB, smoke: {shards: 2, samples: 4}}
+systems:
+  - {name: local, kind: local}
+  - {name: shardfs, kind: shardfs}
+  - {name: rclone, kind: rclone}
+  - {name: direct, kind: direct}
+workloads:
+  - name: au
+    kind: accelerators
+    dataset: shards
+    sweep: {param: accelerators, values: [4, 8], smoke: {values: [1]}}
+    params: {model: resnet50, window_s: 30, smoke: {window_s: 2}}
+  - {name: seq, kind: seq, dataset: shards, stores: [loopback], systems: [direct, shardfs]}
+`
+
+func TestExpandInterleavesSystemsRoundByRound(t *testing.T) {
+	s, err := ParseScenario([]byte(twoStores), false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got []string
+	for _, r := range s.Expand() {
+		got = append(got, fmt.Sprintf("%d %s %s %g %s", r.Round, r.Store, r.Workload.Name, r.X, r.System.Name))
+	}
+	want := []string{
+		// Round 1: every point, systems in file order; direct reads no files.
+		"1 loopback au 4 local", "1 loopback au 4 shardfs", "1 loopback au 4 rclone",
+		"1 loopback au 8 local", "1 loopback au 8 shardfs", "1 loopback au 8 rclone",
+		"1 loopback seq 0 shardfs", "1 loopback seq 0 direct",
+		"1 remote au 4 local", "1 remote au 4 shardfs", "1 remote au 4 rclone",
+		"1 remote au 8 local", "1 remote au 8 shardfs", "1 remote au 8 rclone",
+		// Round 2: the same points, each starting with the next system.
+		"2 loopback au 4 shardfs", "2 loopback au 4 rclone", "2 loopback au 4 local",
+		"2 loopback au 8 shardfs", "2 loopback au 8 rclone", "2 loopback au 8 local",
+		"2 loopback seq 0 direct", "2 loopback seq 0 shardfs",
+		"2 remote au 4 shardfs", "2 remote au 4 rclone", "2 remote au 4 local",
+		"2 remote au 8 shardfs", "2 remote au 8 rclone", "2 remote au 8 local",
+	}
+	if strings.Join(got, "\n") != strings.Join(want, "\n") {
+		t.Errorf("runs:\n%s\nwant:\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
+	}
+}
+
+func TestExpandSetsTheSweptParameterPerRun(t *testing.T) {
+	s, err := ParseScenario([]byte(twoStores), false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	runs := s.Expand()
+	if runs[0].Params["accelerators"] != 4.0 || runs[3].Params["accelerators"] != 8.0 {
+		t.Errorf("accelerators: %v then %v, want 4 then 8", runs[0].Params["accelerators"], runs[3].Params["accelerators"])
+	}
+	if _, ok := s.Workloads[0].Params["accelerators"]; ok {
+		t.Error("the sweep wrote into the workload's own parameters")
+	}
+}
+
+func TestSmokeSettingsLieOverTheFullOnes(t *testing.T) {
+	full, err := ParseScenario([]byte(twoStores), false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	smoke, err := ParseScenario([]byte(twoStores+"smoke: {rounds: 1, stores: [loopback]}\n"), true)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if full.Datasets[0].Shards != 64 || smoke.Datasets[0].Shards != 2 || smoke.Datasets[0].SampleSize != "100KiB" {
+		t.Errorf("data set: full %+v, smoke %+v", full.Datasets[0], smoke.Datasets[0])
+	}
+	if smoke.Rounds != 1 || !slices.Equal(smoke.Stores, []string{"loopback"}) || !slices.Equal(smoke.Workloads[0].Sweep.Values, []float64{1}) {
+		t.Errorf("smoke scenario: rounds %d, stores %v, sweep %v", smoke.Rounds, smoke.Stores, smoke.Workloads[0].Sweep.Values)
+	}
+	if smoke.Workloads[0].Params["window_s"] != 2.0 || full.Workloads[0].Params["window_s"] != 30.0 {
+		t.Errorf("window: smoke %v, full %v", smoke.Workloads[0].Params["window_s"], full.Workloads[0].Params["window_s"])
+	}
+	if len(smoke.Expand()) != 5 { // au at 1 accelerator on local, shardfs, rclone; seq on direct, shardfs
+		t.Errorf("smoke runs: %d, want 5", len(smoke.Expand()))
+	}
+}
+
+func TestScenarioErrorsNameWhatIsWrong(t *testing.T) {
+	for _, tc := range []struct{ from, to, want string }{
+		{"rounds: 2", "rounds: 0", "rounds: want at least 1"},
+		{"kind: rclone", "kind: goofys", `system "rclone": unknown kind "goofys"`},
+		{"dataset: shards, stores", "dataset: other, stores", `workload "seq": dataset "other" is not among`},
+		{"systems: [direct, shardfs]", "systems: [direct, s3fs]", `workload "seq": system "s3fs" is not among`},
+		{"sample_size: 100KiB", "sample_size: 100K", `size "100K": write bytes or a binary unit`},
+		{"kind: seq", "kind: sequential", `workload "seq": unknown kind "sequential"`},
+		{"rounds: 2", "rounds: 2\ncolour: red", `unknown field "colour"`},
+		{"stores: [loopback, remote]", "stores: [loopback, s3]", `unknown store "s3"`},
+	} {
+		_, err := ParseScenario([]byte(strings.Replace(twoStores, tc.from, tc.to, 1)), false)
+		if err == nil || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("%s -> %s: got %v, want an error containing %q", tc.from, tc.to, err, tc.want)
+		}
+	}
+}
+
+// Every scenario the project ships parses in both forms, and each workload
+// of each builds its command: a typo in a file fails here, not an hour
+// into a run.
+func TestShippedScenariosParse(t *testing.T) {
+	files, err := filepath.Glob(filepath.Join("scenarios", "*.yaml"))
+	if err != nil || len(files) == 0 {
+		t.Fatalf("no scenarios found: %v", err)
+	}
+	for _, f := range files {
+		for _, smoke := range []bool{false, true} {
+			s, err := LoadScenario(f, smoke)
+			if err != nil {
+				t.Errorf("smoke=%v: %v", smoke, err)
+				continue
+			}
+			if s.About == "" {
+				t.Errorf("%s: no about line", f)
+			}
+			for _, r := range s.Expand() {
+				if _, _, err := workloadCommand(r, target{Dir: "/mnt", Source: "s3://b/p", Shardfs: "shardfs", Root: ".", Python: "python3"}); err != nil {
+					t.Errorf("%s: %v", f, err)
+				}
+			}
+		}
+	}
+}
+
+func TestWorkloadCommands(t *testing.T) {
+	s, err := ParseScenario([]byte(`
+rounds: 1
+stores: [loopback]
+datasets:
+  - {name: big, files: 1, file_size: 2GiB}
+systems:
+  - {name: direct, kind: direct}
+  - {name: shardfs, kind: shardfs}
+workloads:
+  - {name: rand, kind: random, dataset: big, params: {readers: 2, size: 4KiB}}
+  - {name: fio, kind: fio, dataset: big, sweep: {param: jobs, values: [4]}, params: {bs: 4k}}
+  - {name: ls, kind: command, dataset: big, argv: ["ls", "-l", "{dir}"], figure: seconds, lower_is_better: true}
+  - {name: bad, kind: seq, dataset: big, params: {readers: [1]}}
+`), false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tg := target{Dir: "/m", Source: "s3://b/big", Shardfs: "/bin/shardfs", Root: "/src", Python: "/usr/bin/python3"}
+	var got []string
+	for _, r := range s.Expand() {
+		argv, h, err := workloadCommand(r, tg)
+		got = append(got, fmt.Sprintf("%s %s: %s [%s %v] %v", r.Workload.Name, r.System.Name, strings.Join(argv, " "), h.Figure, h.Higher, err))
+	}
+	want := []string{
+		"rand direct: /bin/shardfs bench direct s3://b/big --workload random --readers 2 --random-size 4KiB --random-reads 200 --seed 1 [mbps true] <nil>",
+		"rand shardfs: /bin/shardfs bench files /m --workload random --readers 2 --random-size 4KiB --random-reads 200 --seed 1 [mbps true] <nil>",
+		"fio shardfs: fio --name=fio --filename=/m/file-000000.bin --rw=randread --bs=4k --numjobs=4 --size=536870912 --offset_increment=536870912 --ioengine=psync --invalidate=0 --runtime=60 --group_reporting --output-format=json [mibps true] <nil>",
+		"ls shardfs: ls -l /m [seconds false] <nil>",
+		`bad direct: /bin/shardfs bench direct s3://b/big --workload seq --readers 4 --concurrency 16 [mbps true] workload "bad": parameter readers: want a number or a string, got [1]`,
+		`bad shardfs: /bin/shardfs bench files /m --workload seq --readers 4 --read-size 1MiB --range-size 0 [mbps true] workload "bad": parameter readers: want a number or a string, got [1]`,
+	}
+	if strings.Join(got, "\n") != strings.Join(want, "\n") {
+		t.Errorf("commands:\n%s\nwant:\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
+	}
+}
+
+func TestParseFigures(t *testing.T) {
+	out := "epoch 0: 10 samples\nRESULT {\"dataset\": \"map\", \"ok\": true, \"epochs\": [{\"samples_per_second\": 812.5}]}\n"
+	figs, err := parseFigures("command", []byte(out))
+	if err != nil || figs["epochs.0.samples_per_second"] != 812.5 || figs["ok"] != 1 {
+		t.Errorf("figures %v, %v", figs, err)
+	}
+	fio, err := os.ReadFile(filepath.Join("testdata", "fio.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	figs, err = parseFigures("fio", fio)
+	if err != nil || figs["mibps"] != 100 || figs["bytes"] != 1<<30 || figs["clat_p99_ms"] != 2 {
+		t.Errorf("fio figures %v, %v", figs, err)
+	}
+	if _, err := parseFigures("fio", []byte("fio: file not found\n")); err == nil || !strings.Contains(err.Error(), "no JSON") {
+		t.Errorf("fio without a report: %v", err)
+	}
+}

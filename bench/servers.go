@@ -1,0 +1,295 @@
+package bench
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"net"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"syscall"
+	"time"
+)
+
+// server is a process the driver started and must stop: MinIO or
+// Toxiproxy.
+type server struct {
+	name   string
+	cmd    *exec.Cmd
+	url    string
+	dir    string // removed when it stops; "" for none
+	exited chan struct{}
+}
+
+func (s *server) pid() int { return s.cmd.Process.Pid }
+
+// stop ends the server (killed after 20 s) and removes its directory.
+func (s *server) stop() {
+	_ = s.cmd.Process.Signal(syscall.SIGTERM)
+	select {
+	case <-s.exited:
+	case <-time.After(20 * time.Second):
+		_ = s.cmd.Process.Kill()
+		<-s.exited
+	}
+	if s.dir != "" {
+		os.RemoveAll(s.dir)
+	}
+}
+
+// start runs cmd as a server whose log goes to OUT/logs/NAME.log, and waits
+// until ready answers true, failing when the process exits first or after
+// a minute.
+func start(ctx context.Context, o Options, name string, cmd *exec.Cmd, ready func() bool) (*server, error) {
+	logf, err := os.Create(filepath.Join(o.Out, "logs", name+".log"))
+	if err != nil {
+		return nil, err
+	}
+	cmd.Stdout, cmd.Stderr = logf, logf
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true} // a ^C reaches the driver, which stops it
+	if err := cmd.Start(); err != nil {
+		logf.Close()
+		return nil, fmt.Errorf("starting %s: %w", name, err)
+	}
+	s := &server{name: name, cmd: cmd, exited: make(chan struct{})}
+	go func() { cmd.Wait(); logf.Close(); close(s.exited) }()
+	tick := time.NewTicker(50 * time.Millisecond)
+	defer tick.Stop()
+	deadline := time.After(time.Minute)
+	for !ready() {
+		select {
+		case <-s.exited:
+			return nil, fmt.Errorf("%s exited while starting (see %s)", name, logf.Name())
+		case <-deadline:
+			s.stop()
+			return nil, fmt.Errorf("%s not ready after a minute (see %s)", name, logf.Name())
+		case <-ctx.Done():
+			s.stop()
+			return nil, ctx.Err()
+		case <-tick.C:
+		}
+	}
+	return s, nil
+}
+
+// freePort is a TCP port on 127.0.0.1 that nothing listens on now.
+func freePort() (int, error) {
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return 0, err
+	}
+	defer l.Close()
+	return l.Addr().(*net.TCPAddr).Port, nil
+}
+
+func httpOK(url string) bool {
+	resp, err := http.Get(url)
+	if err != nil {
+		return false
+	}
+	resp.Body.Close()
+	return resp.StatusCode == http.StatusOK
+}
+
+// startMinIO starts a throwaway MinIO (.tools/bin/minio) on a free port,
+// its data in a fresh directory under TMPDIR.
+func startMinIO(ctx context.Context, o Options) (*server, error) {
+	port, err := freePort()
+	if err != nil {
+		return nil, err
+	}
+	console, err := freePort()
+	if err != nil {
+		return nil, err
+	}
+	dir, err := os.MkdirTemp("", "shardfs-bench-minio.")
+	if err != nil {
+		return nil, err
+	}
+	url := "http://127.0.0.1:" + strconv.Itoa(port)
+	cmd := exec.Command(filepath.Join(o.Root, ".tools", "bin", "minio"), "server", "--quiet",
+		"--address", "127.0.0.1:"+strconv.Itoa(port), "--console-address", "127.0.0.1:"+strconv.Itoa(console),
+		"--certs-dir", filepath.Join(dir, ".certs"), filepath.Join(dir, "drive"))
+	cmd.Env = append(os.Environ(), "MINIO_ROOT_USER="+accessKey, "MINIO_ROOT_PASSWORD="+secretKey,
+		"MINIO_BROWSER=off", "MINIO_UPDATE=off")
+	s, err := start(ctx, o, "minio", cmd, func() bool { return httpOK(url + "/minio/health/ready") })
+	if err != nil {
+		os.RemoveAll(dir)
+		return nil, err
+	}
+	s.url, s.dir = url, dir
+	return s, nil
+}
+
+// startToxiproxy puts a Toxiproxy between the clients and upstream, with
+// r's latency on every response and its rate cap on every connection, and
+// returns it with the endpoint clients use.
+func startToxiproxy(ctx context.Context, o Options, upstream string, r Remote) (*server, string, error) {
+	api, err := freePort()
+	if err != nil {
+		return nil, "", err
+	}
+	listen, err := freePort()
+	if err != nil {
+		return nil, "", err
+	}
+	apiURL := "http://127.0.0.1:" + strconv.Itoa(api)
+	cmd := exec.Command(filepath.Join(o.Root, ".tools", "bin", "toxiproxy-server"), "-host", "127.0.0.1", "-port", strconv.Itoa(api))
+	s, err := start(ctx, o, "toxiproxy", cmd, func() bool { return httpOK(apiURL + "/version") })
+	if err != nil {
+		return nil, "", err
+	}
+	upHost := upstream[len("http://"):]
+	for _, req := range []struct{ path, body string }{
+		{"/proxies", fmt.Sprintf(`{"name":"s3","listen":"127.0.0.1:%d","upstream":%q}`, listen, upHost)},
+		{"/proxies/s3/toxics", fmt.Sprintf(`{"name":"latency","type":"latency","stream":"downstream","attributes":{"latency":%d}}`, r.LatencyMS)},
+		{"/proxies/s3/toxics", fmt.Sprintf(`{"name":"bandwidth","type":"bandwidth","stream":"downstream","attributes":{"rate":%d}}`, r.RateKBps)},
+	} {
+		resp, err := http.Post(apiURL+req.path, "application/json", bytes.NewReader([]byte(req.body)))
+		if err == nil {
+			resp.Body.Close()
+			if resp.StatusCode/100 != 2 {
+				err = fmt.Errorf("status %s", resp.Status)
+			}
+		}
+		if err != nil {
+			s.stop()
+			return nil, "", fmt.Errorf("configuring toxiproxy (%s): %w", req.path, err)
+		}
+	}
+	return s, "http://127.0.0.1:" + strconv.Itoa(listen), nil
+}
+
+// mount is one mounted system: its daemon in the foreground as the
+// driver's child.
+type mount struct {
+	dir     string
+	cmd     *exec.Cmd
+	exited  chan struct{}
+	seconds float64 // from the mount command to the first listing
+	fetched int64   // shardfs_store_bytes_total at the last pass's end
+}
+
+// mount mounts r's system at the driver's mountpoint and waits until the
+// data set lists.
+func (d *driver) mount(ctx context.Context, r Run) (*mount, error) {
+	y := r.System
+	source := bucket + "/" + d.prefix(r.Dataset)
+	endpoint := d.endpoint(r.Store)
+	var argv []string
+	switch y.Kind {
+	case "shardfs":
+		bin := d.o.Shardfs
+		if y.Binary != "" {
+			if bin = os.ExpandEnv(y.Binary); bin == "" {
+				return nil, fmt.Errorf("system %s: binary %q expands to nothing", y.Name, y.Binary)
+			}
+		}
+		argv = []string{bin, "mount", "s3://" + source, d.mnt, "--foreground", "--log-level", "warn"}
+		if y.Cache {
+			cache := filepath.Join(d.o.Out, "cache", y.Name+"-"+d.prefix(r.Dataset))
+			if y.Warm {
+				if err := d.warm(ctx, y, r.Dataset, cache); err != nil {
+					return nil, err
+				}
+			} else if err := os.RemoveAll(cache); err != nil {
+				return nil, err
+			}
+			argv = append(argv, "--cache-dir", cache, "--cache-size", cacheSize(y, r.Dataset))
+		}
+	case "s3fs":
+		passwd := filepath.Join(d.o.Out, "s3fs.passwd")
+		if err := os.WriteFile(passwd, []byte(accessKey+":"+secretKey+"\n"), 0o600); err != nil {
+			return nil, err
+		}
+		argv = []string{"s3fs", bucket + ":/" + d.prefix(r.Dataset), d.mnt, "-f",
+			"-o", "ro,url=" + endpoint + ",use_path_request_style,passwd_file=" + passwd}
+	case "rclone":
+		argv = []string{"rclone", "mount", ":s3:" + source, d.mnt, "--s3-provider", "Minio", "--s3-endpoint", endpoint,
+			"--s3-region", region, "--s3-access-key-id", accessKey, "--s3-secret-access-key", secretKey,
+			"--read-only", "--vfs-cache-mode", "off"}
+	}
+	argv = append(argv, y.Flags...)
+	logf, err := os.OpenFile(filepath.Join(d.o.Out, "logs", y.Name+".log"), os.O_CREATE|os.O_APPEND|os.O_WRONLY, 0o644)
+	if err != nil {
+		return nil, err
+	}
+	cmd := exec.Command(argv[0], argv[1:]...)
+	cmd.Env = append(d.storeEnv(endpoint), "RCLONE_CONFIG=/dev/null")
+	cmd.Stdout, cmd.Stderr = logf, logf
+	m := &mount{dir: d.mnt, cmd: cmd, exited: make(chan struct{})}
+	begin := time.Now()
+	if err := cmd.Start(); err != nil {
+		logf.Close()
+		return nil, fmt.Errorf("starting %s: %w", y.Name, err)
+	}
+	go func() { cmd.Wait(); logf.Close(); close(m.exited) }()
+	tick := time.NewTicker(20 * time.Millisecond)
+	defer tick.Stop()
+	deadline := time.After(time.Minute)
+	for !listed(d.mnt) {
+		select {
+		case <-m.exited:
+			return nil, fmt.Errorf("%s exited while mounting (see %s)", y.Name, logf.Name())
+		case <-deadline:
+			m.unmount()
+			return nil, fmt.Errorf("%s not mounted after a minute (see %s)", y.Name, logf.Name())
+		case <-ctx.Done():
+			m.unmount()
+			return nil, ctx.Err()
+		case <-tick.C:
+		}
+	}
+	m.seconds = time.Since(begin).Seconds()
+	return m, nil
+}
+
+// listed reports whether dir is a mount point that lists something.
+func listed(dir string) bool {
+	var st, parent syscall.Stat_t
+	if syscall.Stat(dir, &st) != nil || syscall.Stat(filepath.Dir(dir), &parent) != nil || st.Dev == parent.Dev {
+		return false
+	}
+	entries, err := os.ReadDir(dir)
+	return err == nil && len(entries) > 0
+}
+
+// unmount unmounts and waits for the daemon to exit (killed after 30 s).
+func (m *mount) unmount() {
+	if exec.Command("fusermount3", "-u", m.dir).Run() != nil {
+		_ = exec.Command("fusermount3", "-uz", m.dir).Run()
+	}
+	select {
+	case <-m.exited:
+	case <-time.After(30 * time.Second):
+		_ = m.cmd.Process.Kill()
+		<-m.exited
+	}
+}
+
+func cacheSize(y *System, ds *Dataset) string {
+	if y.CacheSize != "" {
+		return y.CacheSize
+	}
+	return strconv.FormatInt(2*ds.Bytes()+(1<<30), 10)
+}
+
+// warm fills a warm system's cache dir with `shardfs warm` over loopback,
+// once per data set.
+func (d *driver) warm(ctx context.Context, y *System, ds *Dataset, cache string) error {
+	if d.warmed[cache] {
+		return nil
+	}
+	os.RemoveAll(cache)
+	cmd := exec.CommandContext(ctx, d.o.Shardfs, "warm", "s3://"+bucket+"/"+d.prefix(ds), "--cache-dir", cache,
+		"--cache-size", cacheSize(y, ds))
+	cmd.Env = d.storeEnv(d.minio.url)
+	if out, err := cmd.CombinedOutput(); err != nil {
+		return fmt.Errorf("shardfs warm: %v\n%s", err, out)
+	}
+	d.warmed[cache] = true
+	return nil
+}

@@ -253,9 +253,16 @@ func TestCSIKubelet(t *testing.T) {
 	}
 	checkAllObjects(t, "A after its daemon died and it was published again", targetA)
 
-	for volumeID, target := range map[string]string{"vol-a": targetA, "vol-b": targetB} {
-		if err := plugin.unpublish(volumeID, target); err != nil {
-			t.Errorf("unpublish %s after a restart: %v", volumeID, err)
+	plugin.unpublishAll(t, "after a restart", map[string]string{"vol-a": targetA, "vol-b": targetB})
+}
+
+// unpublishAll unpublishes each volume (volume ID to target) and checks
+// that nothing of it is left: no mount, no target directory, no daemon.
+func (p *csiPlugin) unpublishAll(t *testing.T, when string, volumes map[string]string) {
+	t.Helper()
+	for volumeID, target := range volumes {
+		if err := p.unpublish(volumeID, target); err != nil {
+			t.Errorf("unpublish %s %s: %v", volumeID, when, err)
 		}
 		if isMounted(target) {
 			t.Errorf("%s still mounted", target)

@@ -128,20 +128,7 @@ func TestCSIContainerRestart(t *testing.T) {
 	if err := plugin.publish("vol-a", targetA, volA, testSecret()); err != nil {
 		t.Errorf("publishing A again after the restart: %v", err)
 	}
-	for volumeID, target := range map[string]string{"vol-a": targetA, "vol-b": targetB} {
-		if err := plugin.unpublish(volumeID, target); err != nil {
-			t.Errorf("unpublish %s after the restart: %v", volumeID, err)
-		}
-		if isMounted(target) {
-			t.Errorf("%s still mounted", target)
-		}
-		if _, err := os.Stat(target); !os.IsNotExist(err) {
-			t.Errorf("%s not removed (stat: %v)", target, err)
-		}
-		if pids := serverPids(target); len(pids) > 0 {
-			t.Errorf("daemon %v of %s still running", pids, volumeID)
-		}
-	}
+	plugin.unpublishAll(t, "after the restart", map[string]string{"vol-a": targetA, "vol-b": targetB})
 	for _, g := range daemonGroups {
 		if _, err := os.Stat(g); !os.IsNotExist(err) {
 			t.Errorf("daemon cgroup %s left behind after unpublish (stat: %v)", g, err)

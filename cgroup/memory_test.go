@@ -3,6 +3,8 @@ package cgroup
 import (
 	"os"
 	"path/filepath"
+	"slices"
+	"strings"
 	"testing"
 )
 
@@ -88,6 +90,13 @@ func TestMemoryLimit(t *testing.T) {
 			"proc/self/mountinfo":  `25 1 0:22 / /cg\040root rw - cgroup2 none rw` + "\n",
 			"cg root/a/memory.max": "4096\n",
 		}, Limit{4096, "/cg root/a"}},
+		{"v2 daemon the CSI plugin placed outside its container's namespace", map[string]string{
+			"proc/self/cgroup": "0::/../../shardfs-csi/v\n",
+			"proc/self/mountinfo": "25 1 0:22 / /sys/fs/cgroup ro - cgroup2 cgroup2 rw\n" +
+				"40 1 0:22 /../.. /host/sys/fs/cgroup rw - cgroup2 cgroup2 rw\n",
+			"sys/fs/cgroup/memory.max":                    "max\n",
+			"host/sys/fs/cgroup/shardfs-csi/v/memory.max": "1073741824\n",
+		}, Limit{1073741824, "/host/sys/fs/cgroup/shardfs-csi/v"}},
 		{"no cgroups", map[string]string{}, Limit{}},
 		{"no memory hierarchy mounted", map[string]string{
 			"proc/self/cgroup": v1Groups, "proc/self/mountinfo": "30 22 0:26 / /sys/fs/cgroup rw - tmpfs tmpfs rw\n",
@@ -124,5 +133,88 @@ func TestMemoryLimitOfThisProcess(t *testing.T) {
 	t.Parallel()
 	if _, err := MemoryLimit(); err != nil {
 		t.Fatal(err)
+	}
+}
+
+// hierarchies lays out a v1 memory and cpuset hierarchy and the unified
+// one as plain directories, as Make finds them after the kernel made the
+// groups' files: a new cpuset group's lists start empty.
+func hierarchies(t *testing.T) (string, []Hierarchy) {
+	t.Helper()
+	root := host(t, map[string]string{
+		"memory/memory.limit_in_bytes":   noLimit,
+		"cpuset/cpuset.cpus":             "0-3\n",
+		"cpuset/cpuset.mems":             "0\n",
+		"unified/cgroup.subtree_control": "",
+	})
+	return root, []Hierarchy{
+		{Dir: filepath.Join(root, "memory"), Options: []string{"memory"}},
+		{Dir: filepath.Join(root, "cpuset"), Options: []string{"cpuset"}},
+		{Dir: filepath.Join(root, "unified"), V2: true},
+	}
+}
+
+func TestMakeSetsTheLimitAndTheCpuset(t *testing.T) {
+	t.Parallel()
+	root, hs := hierarchies(t)
+	// The kernel makes these files with a group; plain directories do not.
+	for _, f := range []string{"cpuset/csi/cpuset.cpus", "cpuset/csi/cpuset.mems", "cpuset/csi/v/cpuset.cpus", "cpuset/csi/v/cpuset.mems"} {
+		os.MkdirAll(filepath.Join(root, filepath.Dir(f)), 0o755)
+		os.WriteFile(filepath.Join(root, f), nil, 0o644)
+	}
+	g, err := Make(hs, "csi/v", 1<<30)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := []string{filepath.Join(root, "memory/csi/v"), filepath.Join(root, "cpuset/csi/v"), filepath.Join(root, "unified/csi/v")}
+	if !slices.Equal(g.Dirs, want) {
+		t.Fatalf("group dirs %v, want %v", g.Dirs, want)
+	}
+	for file, want := range map[string]string{
+		"memory/csi/v/memory.limit_in_bytes": "1073741824",
+		"cpuset/csi/v/cpuset.cpus":           "0-3\n",
+		"cpuset/csi/v/cpuset.mems":           "0\n",
+	} {
+		if got, err := os.ReadFile(filepath.Join(root, file)); err != nil || string(got) != want {
+			t.Errorf("%s: %q, %v; want %q", file, got, err, want)
+		}
+	}
+	// With the v1 memory controller, the unified hierarchy limits nothing.
+	if _, err := os.Stat(filepath.Join(root, "unified/csi/v/memory.max")); err == nil {
+		t.Errorf("memory.max written in the unified hierarchy of a v1 memory host")
+	}
+	if _, err := Make(hs, "csi/v", 1<<30); err != nil {
+		t.Errorf("making the same group again: %v", err)
+	}
+}
+
+func TestMakeOnV2EnablesMemoryAbove(t *testing.T) {
+	t.Parallel()
+	root := host(t, map[string]string{"cgroup.subtree_control": ""})
+	g, err := Make([]Hierarchy{{Dir: root, V2: true}}, "csi/v", 256<<20)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for file, want := range map[string]string{
+		"cgroup.subtree_control":     "+memory",
+		"csi/cgroup.subtree_control": "+memory",
+		"csi/v/memory.max":           "268435456",
+	} {
+		if got, err := os.ReadFile(filepath.Join(root, file)); err != nil || string(got) != want {
+			t.Errorf("%s: %q, %v; want %q", file, got, err, want)
+		}
+	}
+	if len(g.Dirs) != 1 || g.Dirs[0] != filepath.Join(root, "csi/v") {
+		t.Errorf("group dirs %v", g.Dirs)
+	}
+}
+
+func TestMakeRefusesAPathOutsideTheHierarchy(t *testing.T) {
+	t.Parallel()
+	_, hs := hierarchies(t)
+	for _, rel := range []string{"../x", "/abs", ".", ""} {
+		if _, err := Make(hs, rel, 0); err == nil || !strings.Contains(err.Error(), "must be relative") {
+			t.Errorf("Make(%q): %v, want a refusal", rel, err)
+		}
 	}
 }

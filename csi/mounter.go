@@ -3,13 +3,14 @@ package csi
 import "context"
 
 // Mounter starts, stops and lists the mount daemons. The plugin's real one
-// runs `shardfs mount` (which daemonizes); tests use a fake.
+// runs `shardfs mount` (which daemonizes) so that the daemon outlives the
+// plugin's container; tests use a fake.
 type Mounter interface {
 	// Mount runs the mount command line args (without the program name)
-	// with env as the whole environment, and returns once the mount
-	// answers or has failed. A failure the mount command reports itself
-	// is a *MountError carrying its one line.
-	Mount(ctx context.Context, args, env []string) error
+	// for target with env as the whole environment, and returns once the
+	// mount answers or has failed. A failure the mount command reports
+	// itself is a *MountError carrying its one line.
+	Mount(ctx context.Context, target string, args, env []string) error
 	// Unmount detaches target even while files are open and stops its
 	// daemon. Called only for a target Mounts lists.
 	Unmount(ctx context.Context, target string) error

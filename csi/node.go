@@ -149,7 +149,7 @@ func (n *Node) NodePublishVolume(ctx context.Context, req *csipb.NodePublishVolu
 		n.releaseCacheDir(cacheDir)
 		return nil, status.Error(codes.Internal, err.Error())
 	}
-	if err := n.cfg.Mounter.Mount(ctx, args, env); err != nil {
+	if err := n.cfg.Mounter.Mount(ctx, target, args, env); err != nil {
 		n.releaseCacheDir(cacheDir)
 		if created {
 			os.Remove(target)

@@ -30,7 +30,7 @@ func newFakeMounter() *fakeMounter {
 	return &fakeMounter{mounts: map[string]string{}, args: map[string][]string{}, env: map[string][]string{}, dead: map[string]bool{}}
 }
 
-func (f *fakeMounter) Mount(_ context.Context, args, env []string) error {
+func (f *fakeMounter) Mount(_ context.Context, _ string, args, env []string) error {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	f.calls++

@@ -38,8 +38,19 @@ type csiPlugin struct {
 // until it answers Probe. The test's cleanup kills it.
 func startCSIPlugin(t *testing.T, sock, cacheRoot string) *csiPlugin {
 	t.Helper()
-	p := &csiPlugin{output: &lockedBuffer{}, exited: make(chan struct{})}
-	p.cmd = exec.Command(e2e.bin, "csi", "--endpoint", "unix://"+sock, "--node-id", "node-e2e", "--cache-root", cacheRoot, "--log-level", "debug")
+	return runCSIPlugin(t, sock, exec.Command(e2e.bin, csiArgs(sock, cacheRoot)...))
+}
+
+// csiArgs is the plugin's command line after the program name.
+func csiArgs(sock, cacheRoot string, flags ...string) []string {
+	return append([]string{"csi", "--endpoint", "unix://" + sock, "--node-id", "node-e2e", "--cache-root", cacheRoot, "--log-level", "debug"}, flags...)
+}
+
+// runCSIPlugin starts cmd, a command that becomes the plugin serving
+// sock, as startCSIPlugin does.
+func runCSIPlugin(t *testing.T, sock string, cmd *exec.Cmd) *csiPlugin {
+	t.Helper()
+	p := &csiPlugin{cmd: cmd, output: &lockedBuffer{}, exited: make(chan struct{})}
 	p.cmd.Env = e2e.env("AWS_ACCESS_KEY_ID=", "AWS_SECRET_ACCESS_KEY=")
 	p.cmd.Stdout, p.cmd.Stderr = p.output, p.output
 	if err := p.cmd.Start(); err != nil {
@@ -104,7 +115,13 @@ func (p *csiPlugin) unpublish(volumeID, target string) error {
 // checkAllObjects reads every object under dir and compares its sha256.
 func checkAllObjects(t *testing.T, when, dir string) {
 	t.Helper()
-	for _, o := range e2e.objects {
+	checkObjects(t, when, dir, e2e.objects)
+}
+
+// checkObjects reads objs under dir and compares their sha256.
+func checkObjects(t *testing.T, when, dir string, objs []object) {
+	t.Helper()
+	for _, o := range objs {
 		sum, n, err := readSHA256(filepath.Join(dir, filepath.FromSlash(o.key)), 1<<20)
 		if err != nil || sum != o.sha256 || n != o.size {
 			t.Fatalf("%s: %s in %s: read %d bytes, sha256 %s, err %v; want %d bytes, %s", when, o.key, dir, n, sum, err, o.size, o.sha256)
@@ -236,9 +253,16 @@ func TestCSIKubelet(t *testing.T) {
 	}
 	checkAllObjects(t, "A after its daemon died and it was published again", targetA)
 
-	for volumeID, target := range map[string]string{"vol-a": targetA, "vol-b": targetB} {
-		if err := plugin.unpublish(volumeID, target); err != nil {
-			t.Errorf("unpublish %s after a restart: %v", volumeID, err)
+	plugin.unpublishAll(t, "after a restart", map[string]string{"vol-a": targetA, "vol-b": targetB})
+}
+
+// unpublishAll unpublishes each volume (volume ID to target) and checks
+// that nothing of it is left: no mount, no target directory, no daemon.
+func (p *csiPlugin) unpublishAll(t *testing.T, when string, volumes map[string]string) {
+	t.Helper()
+	for volumeID, target := range volumes {
+		if err := p.unpublish(volumeID, target); err != nil {
+			t.Errorf("unpublish %s %s: %v", volumeID, when, err)
 		}
 		if isMounted(target) {
 			t.Errorf("%s still mounted", target)

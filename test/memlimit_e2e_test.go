@@ -5,7 +5,11 @@ package test
 import (
 	"bufio"
 	"context"
+	"crypto/sha256"
+	"encoding/binary"
+	"encoding/hex"
 	"fmt"
+	"math/rand/v2"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -20,18 +24,23 @@ import (
 
 // TestMemoryFitsTheCgroupLimit: a daemon started with default budgets in a
 // memory cgroup with a 768 MiB limit sizes its read-ahead budget to the
-// limit, serves the data set to several readers byte for byte, keeps its
-// peak RSS under the limit and exits 0 on SIGTERM (not OOM-killed). A
-// --memory-target over the limit is refused in one line naming the
-// cgroup, with nothing mounted.
+// limit and serves a 2 GiB data set to 8 readers, cold and then in a
+// shuffled order, byte for byte; the kernel never OOM-kills in the group,
+// the daemon's peak RSS stays under the limit and it exits 0 on SIGTERM.
+// At a 256 MiB limit, --memory-target 1GiB for the same data set is
+// refused in one line naming the cgroup, with nothing mounted.
 func TestMemoryFitsTheCgroupLimit(t *testing.T) {
 	t.Parallel()
-	const limit = 768 << 20
+	const (
+		limit   = 768 << 20
+		readers = 8
+	)
+	source, objs := uploadGenerated(t, "memlimit", 64, 32<<20)
 	cg := newMemoryCgroup(t, limit)
 
 	dir := t.TempDir()
 	argv := append([]string{"mount", "--foreground", "--log-level", "debug"}, e2e.endpoint()...)
-	m := startMountIn(t, cg, dir, append(argv, e2e.source(), dir), e2e.env())
+	m := startMountIn(t, cg, dir, append(argv, source, dir), e2e.env())
 
 	// The daemon tells the Go runtime its read-ahead budget plus room
 	// first, with the RAM tier still empty: under the limit's target only
@@ -47,23 +56,35 @@ func TestMemoryFitsTheCgroupLimit(t *testing.T) {
 		t.Fatalf("read-ahead budget and room %d bytes, over 75%% of the %d-byte cgroup limit: the defaults ignored it", got, limit)
 	}
 
-	const readers = 4
-	var wg sync.WaitGroup
-	for r := range readers {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			objs := append(append([]object(nil), e2e.objects[r*len(e2e.objects)/readers:]...), e2e.objects[:r*len(e2e.objects)/readers]...)
-			checkShards(t, dir, objs)
-		}()
+	// Cold: reader r reads files r, r+readers, ... in key order.
+	// Shuffled: the readers take whole files from one shuffled order.
+	cold := make([][]object, readers)
+	for i, o := range objs {
+		cold[i%readers] = append(cold[i%readers], o)
 	}
-	wg.Wait()
+	readAll(readers, func(r int) { checkShards(t, dir, cold[r]) })
+	if t.Failed() {
+		t.FailNow()
+	}
+	shuffled := make(chan object, len(objs))
+	for _, i := range rand.New(rand.NewPCG(38, 768)).Perm(len(objs)) {
+		shuffled <- objs[i]
+	}
+	close(shuffled)
+	readAll(readers, func(int) {
+		for o := range shuffled {
+			checkShards(t, dir, []object{o})
+		}
+	})
+
 	select {
 	case <-m.exited:
 		t.Fatalf("the daemon died while serving (%v): OOM-killed in its cgroup?\noutput:\n%s", m.err, m.output.String())
 	default:
 	}
-
+	if n := oomKills(t, cg); n != 0 {
+		t.Errorf("the kernel OOM-killed %d processes in %s", n, cg.dir)
+	}
 	peak := peakRSS(t, m.cmd.Process.Pid)
 	t.Logf("daemon peak RSS %d MiB under a %d MiB cgroup limit", peak>>20, limit>>20)
 	if peak >= limit {
@@ -71,9 +92,10 @@ func TestMemoryFitsTheCgroupLimit(t *testing.T) {
 	}
 	m.stop(t) // exit status 0 after SIGTERM: not OOM-killed
 
+	small := newMemoryCgroup(t, 256<<20)
 	over := t.TempDir()
-	r := runIn(t, cg, e2e.env(), append(append([]string{"mount", "--memory-target", "1GiB"}, e2e.endpoint()...), e2e.source(), over)...)
-	want := fmt.Sprintf("--memory-target 1.0 GiB is over the 768 MiB memory limit of cgroup %s", cg.dir)
+	r := runIn(t, small, e2e.env(), append(append([]string{"mount", "--memory-target", "1GiB"}, e2e.endpoint()...), source, over)...)
+	want := fmt.Sprintf("--memory-target 1.0 GiB is over the 256 MiB memory limit of cgroup %s", small.dir)
 	if r.err != nil || r.code == 0 || !strings.Contains(r.stderr, want) || strings.Count(strings.TrimSpace(r.stderr), "\n") != 0 {
 		t.Errorf("--memory-target over the limit: exit %d, %v, stderr %q; want a non-zero exit and one line with %q", r.code, r.err, r.stderr, want)
 	}
@@ -81,6 +103,94 @@ func TestMemoryFitsTheCgroupLimit(t *testing.T) {
 		t.Errorf("%s mounted after a refused --memory-target", over)
 		exec.Command("fusermount3", "-u", "-z", over).Run()
 	}
+}
+
+// readAll runs read(r) for every r in [0, readers) at once and waits for
+// all of them.
+func readAll(readers int, read func(r int)) {
+	var wg sync.WaitGroup
+	for r := range readers {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			read(r)
+		}()
+	}
+	wg.Wait()
+}
+
+// uploadGenerated makes prefix of the test bucket hold files objects of
+// size bytes each, and nothing else, and returns its s3:// source and the
+// objects. The bytes are pseudo-random (ChaCha8 seeded by the file's
+// index), so no two blocks are alike, and each file is hashed as it is
+// written; the local copy goes once MinIO has it, the prefix when the
+// test ends.
+func uploadGenerated(t *testing.T, prefix string, files int, size int64) (string, []object) {
+	t.Helper()
+	dir := t.TempDir()
+	objs := make([]object, files)
+	buf := make([]byte, 1<<20)
+	for i := range objs {
+		key := fmt.Sprintf("part-%04d.bin", i)
+		f, err := os.Create(filepath.Join(dir, key))
+		if err != nil {
+			t.Fatal(err)
+		}
+		var seed [32]byte
+		binary.LittleEndian.PutUint64(seed[:], uint64(i))
+		gen, sum := rand.NewChaCha8(seed), sha256.New()
+		for n := int64(0); n < size; n += int64(len(buf)) {
+			chunk := buf[:min(int64(len(buf)), size-n)]
+			gen.Read(chunk)
+			sum.Write(chunk)
+			if _, err := f.Write(chunk); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if err := f.Close(); err != nil {
+			t.Fatal(err)
+		}
+		objs[i] = object{key: key, size: size, sha256: hex.EncodeToString(sum.Sum(nil))}
+	}
+	remote := ":s3:" + e2e.bucket + "/" + prefix
+	// sync, not copy: what an earlier run of the test left under prefix
+	// goes (go test -count runs a test again against the same MinIO).
+	if err := e2e.rclone("sync", "--transfers", "4", dir, remote); err != nil {
+		t.Fatal(err)
+	}
+	os.RemoveAll(dir)
+	t.Cleanup(func() {
+		if err := e2e.rclone("purge", remote); err != nil {
+			t.Errorf("removing the generated data set: %v", err)
+		}
+	})
+	return "s3://" + e2e.bucket + "/" + prefix, objs
+}
+
+// oomKills is how many processes the kernel OOM-killed in cg: oom_kill
+// of memory.oom_control (v1) or of memory.events (v2).
+func oomKills(t *testing.T, cg memoryCgroup) int64 {
+	t.Helper()
+	for _, file := range []string{"memory.oom_control", "memory.events"} {
+		data, err := os.ReadFile(filepath.Join(cg.dir, file))
+		if os.IsNotExist(err) {
+			continue
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, line := range strings.Split(string(data), "\n") {
+			if v, ok := strings.CutPrefix(line, "oom_kill "); ok {
+				n, err := strconv.ParseInt(v, 10, 64)
+				if err != nil {
+					t.Fatalf("%s: %q", file, line)
+				}
+				return n
+			}
+		}
+	}
+	t.Fatalf("no oom_kill count in %s (memory.oom_control or memory.events)", cg.dir)
+	return 0
 }
 
 // memoryCgroup is a memory cgroup a test made, with its limit.

@@ -39,6 +39,7 @@ func csiCommand() *cli.Command {
 			&cli.StringFlag{Name: "endpoint", Value: "unix:///csi/csi.sock", Usage: "the gRPC socket kubelet and node-driver-registrar talk to", EnvVars: env("endpoint")},
 			&cli.StringFlag{Name: "node-id", Usage: "this node's name as kubelet knows it (required)", EnvVars: env("node-id")},
 			&cli.StringFlag{Name: "cache-root", Value: "/var/lib/shardfs-csi", Usage: "host directory holding one cache dir per source, the volumes' records and daemon logs", EnvVars: env("cache-root")},
+			&cli.StringFlag{Name: "cgroup-root", Value: "/sys/fs/cgroup", Usage: "where the host's cgroup hierarchies are mounted: each volume's daemon runs in a group of its own, shardfs-csi/HASH, in each of them, with the plugin's memory limit, so that it outlives the plugin's container; \"\" leaves daemons in the plugin's groups", EnvVars: env("cgroup-root")},
 			&cli.StringFlag{Name: "log-level", Value: "info", Usage: "debug, info, warn or error", EnvVars: env("log-level")},
 		},
 		Action: func(c *cli.Context) error {
@@ -49,15 +50,28 @@ func csiCommand() *cli.Command {
 			if err != nil {
 				return fmt.Errorf("finding own executable: %w", err)
 			}
+			log := newLogger(c.App.ErrWriter, c.String("log-level"))
+			mounter := daemonMounter{exe: exe}
+			if root := c.String("cgroup-root"); root != "" {
+				if mounter.groups, err = newDaemonGroups(root); err != nil {
+					return err
+				}
+				log.Info("daemons run in cgroups of their own", "parent", daemonCgroupParent, "root", root, "memory_limit", mounter.groups.memoryLimit)
+			}
+			if os.Getpid() == 1 {
+				// The kernel kills every process of a PID namespace
+				// when its first one exits.
+				log.Warn("the plugin is PID 1 of its PID namespace: its volumes' daemons die with it; run its pod with hostPID")
+			}
 			ctx, stop := signal.NotifyContext(c.Context, syscall.SIGINT, syscall.SIGTERM)
 			defer stop()
 			return csi.Serve(ctx, c.String("endpoint"), csi.Config{
 				NodeID:    c.String("node-id"),
 				CacheRoot: c.String("cache-root"),
 				Version:   buildVersion(),
-				Mounter:   daemonMounter{exe: exe},
+				Mounter:   mounter,
 				Args:      csiMountArgs,
-				Log:       newLogger(c.App.ErrWriter, c.String("log-level")),
+				Log:       log,
 			})
 		},
 	}
@@ -103,19 +117,33 @@ func csiMountArgs(source, target string, options []string) ([]string, error) {
 var csiParsing sync.Mutex
 
 // daemonMounter runs this binary's mount command, which daemonizes, for
-// each volume; the daemons outlive the plugin (their own session), so a
-// restarted plugin finds their mounts in the mount table.
+// each volume. The daemons outlive the plugin: each runs in a session and,
+// with groups, in cgroups of its own, so a restarted plugin finds their
+// mounts in the mount table.
 type daemonMounter struct {
-	exe string
+	exe    string
+	groups *daemonGroups // nil: daemons stay in the plugin's cgroups
 }
 
-func (m daemonMounter) Mount(ctx context.Context, args, env []string) error {
+func (m daemonMounter) Mount(ctx context.Context, target string, args, env []string) error {
+	if m.groups != nil {
+		join, err := m.groups.make(target)
+		if err != nil {
+			return err
+		}
+		env = append(env[:len(env):len(env)], join)
+	}
 	var stderr bytes.Buffer
 	cmd := exec.Command(m.exe, args...)
 	cmd.Env = env
 	cmd.Stdout = io.Discard
 	cmd.Stderr = &stderr
 	if err := cmd.Run(); err != nil {
+		if m.groups != nil {
+			// A group that cannot go yet is made again by the next
+			// publish of the target; the mount's own line matters more.
+			_ = m.groups.remove(target)
+		}
 		var exit *exec.ExitError
 		if !errors.As(err, &exit) {
 			return fmt.Errorf("running %s mount: %w", m.exe, err)
@@ -130,23 +158,23 @@ func (m daemonMounter) Mount(ctx context.Context, args, env []string) error {
 }
 
 // Unmount detaches target lazily, so it never waits for a reader, then
-// stops the daemon with SIGTERM (SIGKILL after daemonStopGrace) and
-// waits until it is gone, which frees the source's cache dir.
+// stops the daemon with SIGTERM (SIGKILL after daemonStopGrace), waits
+// until it is gone, which frees the source's cache dir, and removes its
+// cgroup.
 func (m daemonMounter) Unmount(ctx context.Context, target string) error {
 	pid := daemonPID(target)
 	if err := lazyUnmount(ctx, target); err != nil {
 		return err
 	}
-	if pid <= 0 {
-		return nil
-	}
-	if err := syscall.Kill(pid, syscall.SIGTERM); err != nil {
-		return nil // already gone
-	}
-	waitExit(pid, daemonStopGrace)
-	if syscall.Kill(pid, 0) == nil {
-		_ = syscall.Kill(pid, syscall.SIGKILL)
+	if pid > 0 && syscall.Kill(pid, syscall.SIGTERM) == nil {
 		waitExit(pid, daemonStopGrace)
+		if syscall.Kill(pid, 0) == nil {
+			_ = syscall.Kill(pid, syscall.SIGKILL)
+			waitExit(pid, daemonStopGrace)
+		}
+	}
+	if m.groups != nil {
+		return m.groups.remove(target)
 	}
 	return nil
 }

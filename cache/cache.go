@@ -22,6 +22,7 @@ type Cache struct {
 	bufs  sync.Pool
 
 	versions *versionMemo // versionIDs of the objects read lately
+	promote  promoter     // makes whole-shard files of shards read whole (promote.go)
 
 	ringOff      atomic.Bool // set when ring I/O failed; the ring is then bypassed
 	ringOffWarns sync.Once
@@ -168,6 +169,7 @@ func (c *Cache) Stats() Stats {
 // Close waits for operations in flight, flushes the ring and releases the
 // cache dir. Leases still held become meaningless. Close is idempotent.
 func (c *Cache) Close() error {
+	c.stopPromoting() // before the lock: a copy holds the cache entered
 	c.life.Lock()
 	defer c.life.Unlock()
 	if c.closed {

@@ -36,6 +36,7 @@ type Stats struct {
 	WholeOpens       uint64 // descriptors of whole-shard files handed out
 	WholeChecks      uint64 // whole-shard files read and CRC-checked before a descriptor was handed out
 	WholeCheckFails  uint64 // of WholeChecks, files that failed and were dropped
+	WholeQueueFull   uint64 // shards read whole not queued to be made whole-shard files: too many waited
 	RingEnabled      bool
 }
 
@@ -48,7 +49,7 @@ type counters struct {
 	ringPresummed                                    atomic.Uint64
 	leases                                           atomic.Int64
 	wholeMade, wholeEvictions, wholeOpens            atomic.Uint64
-	wholeChecks, wholeCheckFails                     atomic.Uint64
+	wholeChecks, wholeCheckFails, wholeQueueFull     atomic.Uint64
 }
 
 func (k *counters) snapshot() Stats {
@@ -72,5 +73,6 @@ func (k *counters) snapshot() Stats {
 		WholeOpens:       k.wholeOpens.Load(),
 		WholeChecks:      k.wholeChecks.Load(),
 		WholeCheckFails:  k.wholeCheckFails.Load(),
+		WholeQueueFull:   k.wholeQueueFull.Load(),
 	}
 }

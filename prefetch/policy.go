@@ -91,6 +91,10 @@ func (p *Policy) Prime(window int64) {
 // Sequential reports whether the handle is in a sequential run.
 func (p *Policy) Sequential() bool { return p.sequential }
 
+// Whole reports whether the handle's reads so far cover the object from
+// its first byte to its last in one run, with no seek.
+func (p *Policy) Whole() bool { return p.started && p.runStart == 0 && p.front >= p.size }
+
 // Read records a read of n bytes at off and returns what to fetch.
 func (p *Policy) Read(off, n int64) Plan {
 	off = min(max(off, 0), p.size)

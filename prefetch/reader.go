@@ -62,7 +62,9 @@ func (r *Reader) FillCache() {
 	r.s.mu.Unlock()
 }
 
-// Close releases the handle's stream; reads after it fail.
+// Close releases the handle's stream; reads after it fail. A handle that
+// read its object whole tells the cache, which may keep it as a
+// whole-shard file for the next open (Cache.ReadWhole).
 func (r *Reader) Close() {
 	r.mu.Lock()
 	defer r.mu.Unlock()
@@ -77,6 +79,9 @@ func (r *Reader) Close() {
 	r.last.data = nil
 	r.last.mu.Unlock()
 	if r.stream != nil {
+		if r.s.cache != nil && r.stream.readWhole() {
+			r.s.cache.ReadWhole(r.obj)
+		}
 		r.stream.Close()
 		r.stream = nil
 	}

@@ -20,8 +20,9 @@ type blockCache struct {
 	onDisk    map[string]bool
 	blockSize int64
 
-	mu    sync.Mutex
-	reads int
+	mu     sync.Mutex
+	reads  int
+	wholes []string // keys ReadWhole was told of
 }
 
 func (c *blockCache) Lookup(obj store.Object, index int64) cache.Tier {
@@ -193,3 +194,52 @@ func (c *blockCache) ReadChunks(obj store.Object, p []byte, off int64) (cache.Ti
 func (c *blockCache) RAMFree() int64 { return 1 << 40 }
 
 func (c *blockCache) ReadRAM(store.Object, []byte, int64) bool { return false }
+
+func (c *blockCache) ReadWhole(obj store.Object) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.wholes = append(c.wholes, obj.Key)
+}
+
+// TestReadWholeTellsTheCache: a handle that read its object from the first
+// byte to the last, in order, tells the cache on Close, which may keep it
+// as a whole-shard file; one that read half, or every byte but not in one
+// run, does not.
+func TestReadWholeTellsTheCache(t *testing.T) {
+	ctx := testContext(t)
+	cfg := smallConfig()
+	c := &blockCache{data: map[string][]byte{}, blockSize: cfg.BlockSize}
+	s := newTestScheduler(t, cfg, &fakeFetcher{}, c)
+	obj := fakeObject("shard", 40*cfg.BlockSize+100)
+	read := func(offs ...int64) {
+		r := s.OpenReader(obj, false, 0)
+		defer r.Close()
+		for _, off := range offs {
+			buf := make([]byte, min(cfg.BlockSize, obj.Size-off))
+			if n, _, err := r.ReadAt(ctx, buf, off); err != nil && err != io.EOF || !bytes.Equal(buf[:n], wantBytes(obj, off, len(buf))) {
+				t.Fatalf("read at %d: %d bytes, %v", off, n, err)
+			}
+		}
+	}
+	var all, half, rest []int64
+	for off := int64(0); off < obj.Size; off += cfg.BlockSize {
+		all = append(all, off)
+		if off < 20*cfg.BlockSize {
+			half = append(half, off)
+		} else {
+			rest = append(rest, off)
+		}
+	}
+	// Every byte, but the second half in two runs out of order, each a
+	// seek past the reorder window.
+	seeked := append(append(append([]int64{}, half...), rest[13:]...), rest[:13]...)
+	read(half...)
+	read(seeked...)
+	if len(c.wholes) != 0 {
+		t.Fatalf("ReadWhole told of %v after half a read and a read of every byte in three runs", c.wholes)
+	}
+	read(all...)
+	if len(c.wholes) != 1 || c.wholes[0] != obj.Key {
+		t.Fatalf("ReadWhole told of %v after a whole read, want [%s]", c.wholes, obj.Key)
+	}
+}

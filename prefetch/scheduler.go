@@ -78,6 +78,9 @@ type Cache interface {
 	// ReadRAM copies a read inside one block that the RAM tier holds,
 	// and nothing else.
 	ReadRAM(obj store.Object, p []byte, off int64) bool
+	// ReadWhole says a handle read obj from its first byte to its last:
+	// the cache may keep it as a whole-shard file. It never waits.
+	ReadWhole(obj store.Object)
 }
 
 // ErrClosed is returned by reads on a closed Stream or Scheduler.

@@ -372,6 +372,14 @@ func (s *Scheduler) creditLocked(st *Stream, p *part, n int64, sequential bool) 
 	}
 }
 
+// readWhole reports whether the stream's reads covered its object whole,
+// in one run.
+func (st *Stream) readWhole() bool {
+	st.s.mu.Lock()
+	defer st.s.mu.Unlock()
+	return st.policy.Whole()
+}
+
 // Sequential reports whether the stream's policy is in a sequential run.
 func (st *Stream) Sequential() bool {
 	st.s.mu.Lock()

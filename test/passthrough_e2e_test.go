@@ -267,3 +267,33 @@ func TestCacheVerifyDropsAFlippedWholeFile(t *testing.T) {
 		t.Errorf("%v opens passed through, %v served by the daemon; want 2 (the good files) and 1 (%s)", st["passthrough_opens_total"], st["daemon_opens_total"], bad.key)
 	}
 }
+
+// A mount with a cache dir reads every shard whole once; each becomes a
+// whole-shard file in the background, and the next open of it, page cache
+// dropped, is passed through to the kernel, as after `shardfs warm`:
+// every byte right, none of them read through the daemon.
+func TestShardReadWholeIsPassedThroughNextOpen(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	m := mountShardfs(t, e2e.source(), cacheFlags(dir, wholeCacheSize)...)
+	checkShards(t, m.dir, e2e.objects)
+	whole := nonEmpty(e2e.objects)
+	deadline := time.Now().Add(2 * time.Minute)
+	for st := mountStats(t, m.dir); st["cache_whole_files"] < float64(len(whole)); st = mountStats(t, m.dir) {
+		if time.Now().After(deadline) {
+			t.Fatalf("%v of %d shards read whole were made whole-shard files", st["cache_whole_files"], len(whole))
+		}
+		time.Sleep(50 * time.Millisecond) // polling the mount's counters for the event
+	}
+	for _, o := range e2e.objects {
+		dropPageCache(t, m.path(o.key))
+	}
+	before := mountStats(t, m.dir)
+	checkShards(t, m.dir, e2e.objects)
+	after := mountStats(t, m.dir)
+	opens, read := after["passthrough_opens_total"]-before["passthrough_opens_total"], after["read_bytes_total"]-before["read_bytes_total"]
+	t.Logf("second pass: %v opens passed through, %v bytes read through the daemon", opens, read)
+	if opens < float64(len(whole)) || read != 0 {
+		t.Errorf("second pass: %v opens passed through, %v bytes read through the daemon; want %d (every shard read whole before) and 0", opens, read, len(whole))
+	}
+}

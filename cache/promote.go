@@ -1,0 +1,97 @@
+package cache
+
+import (
+	"context"
+	"sync"
+
+	"github.com/shardfs/shardfs/store"
+)
+
+// A shard a mount has read whole is kept as a whole-shard file, so that its
+// next open is passed through to the kernel as after `shardfs warm`: a
+// second pass over a data set then costs the daemon opens, not reads. The
+// file is made from the shard's blocks in the ring, each checked, one
+// shard at a time in the background (MakeWholeFile), so that the pass
+// that read it does not wait for the copy.
+
+// promoteQueue bounds the shards waiting to be made whole files; past it
+// ReadWhole drops them (a later whole read asks again).
+const promoteQueue = 64
+
+// promoter runs the copies. It is started by the first ReadWhole and
+// stopped by Close.
+type promoter struct {
+	once   sync.Once
+	queue  chan store.Object
+	ctx    context.Context
+	cancel context.CancelFunc
+	done   chan struct{}
+}
+
+// ReadWhole tells the cache that a reader read obj from its first byte to
+// its last: it is made a whole-shard file in the background when every
+// block of it is in the ring and the whole-shard tier has room for it. It
+// never waits.
+func (c *Cache) ReadWhole(obj store.Object) {
+	if c.whole == nil || obj.Size <= 0 || !c.enter() {
+		return
+	}
+	defer c.leave()
+	if c.whole.has(wholeName(c.version(obj))) {
+		return
+	}
+	p := &c.promote
+	p.once.Do(func() {
+		p.queue = make(chan store.Object, promoteQueue)
+		p.ctx, p.cancel = context.WithCancel(context.Background())
+		p.done = make(chan struct{})
+		go c.promoteLoop()
+	})
+	select {
+	case p.queue <- obj:
+	default:
+		c.stats.wholeQueueFull.Add(1)
+	}
+}
+
+// promoteLoop makes whole-shard files of the shards queued, in order,
+// until Close.
+func (c *Cache) promoteLoop() {
+	p := &c.promote
+	defer close(p.done)
+	for {
+		select {
+		case <-p.ctx.Done():
+			return
+		case obj := <-p.queue:
+			if c.ringHoldsAll(obj) {
+				if _, err := c.MakeWholeFile(p.ctx, obj); err != nil && p.ctx.Err() == nil {
+					c.log.Warn("whole-shard file of a shard read whole not made", "key", obj.Key, "err", err)
+				}
+			}
+		}
+	}
+}
+
+// ringHoldsAll reports whether every block of obj is in the ring: a copy
+// that would stop at a missing block is not started.
+func (c *Cache) ringHoldsAll(obj store.Object) bool {
+	bs := c.cfg.BlockSize
+	for i := int64(0); i*bs < obj.Size; i++ {
+		if !c.Lookup(obj, i).Has(InRing) {
+			return false
+		}
+	}
+	return true
+}
+
+// stopPromoting ends the background copies, the one running included, and
+// waits for them.
+func (c *Cache) stopPromoting() {
+	p := &c.promote
+	p.once.Do(func() {}) // no copier starts after this
+	if p.cancel != nil {
+		p.cancel()
+		<-p.done
+	}
+}

@@ -59,7 +59,7 @@ func TestBlocksAreReadConcurrentlyWithinABound(t *testing.T) {
 // none after block 5's failure but the one waiting for the slot block 5
 // freed. The reads run in a synctest bubble, whose clock moves only once
 // every goroutine waits: no 50 ms read can end before block 5 has failed
-// and the loop has seen it, however the scheduler orders them.
+// and the loop has seen it, however the engine orders them.
 func TestAFailedBlockFailsTheReadAfterTheOthersReturn(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		var started, finished atomic.Int64

@@ -9,7 +9,7 @@ import (
 // ReadPath is everything below the FUSE layer that a read reaches. It
 // decides where each read's bytes come from (RAM tier, ring, a part in
 // flight, the store: prefetch/source.go) and names the tier that served
-// them; this package never does. prefetch.Scheduler satisfies it through
+// them; this package never does. prefetch.Engine satisfies it through
 // the command's wiring.
 type ReadPath interface {
 	// OpenReader returns the reader of one open of obj by opener (the

@@ -7,7 +7,7 @@ import "github.com/shardfs/shardfs/store"
 // (empty when the read was served elsewhere) and of plan.Ahead (within st's
 // fair share), and spills the window into the next objects. asked is the
 // read's length, whether served here or elsewhere.
-func (s *Scheduler) applyLocked(st *Stream, plan Plan, asked int64, read Range) {
+func (s *Engine) applyLocked(st *Stream, plan Plan, asked int64, read Range) {
 	s.readArrivedLocked(st.o)
 	need := plan.Need
 	if !plan.Sequential && s.noteRandomLocked(st.o, plan.Need, asked) {
@@ -46,7 +46,7 @@ func (s *Scheduler) applyLocked(st *Stream, plan Plan, asked int64, read Range) 
 // read-ahead when read is empty; read-ahead skips blocks the cache has in
 // memory: the read will find them there. sequential says whether st is
 // streaming, and so will read the new parts whole.
-func (s *Scheduler) coverLocked(st *Stream, r, read Range, sequential bool, afford func(size int64) bool) {
+func (s *Engine) coverLocked(st *Stream, r, read Range, sequential bool, afford func(size int64) bool) {
 	urgent := !read.Empty()
 	for pos := r.Start; pos < r.End; {
 		p := s.partAt(st.o, pos)
@@ -82,7 +82,7 @@ func (s *Scheduler) coverLocked(st *Stream, r, read Range, sequential bool, affo
 // read and closed by the reader that opened it first was fetched a second
 // time, whole, by the spill of the one opened after it. Objects opened
 // before that only (in an earlier epoch) are prefetched again.
-func (s *Scheduler) spillLocked(st *Stream, spill int64, afford func(size int64) bool) {
+func (s *Engine) spillLocked(st *Stream, spill int64, afford func(size int64) bool) {
 	i, ok := s.registry.indexOf(st.obj.Key)
 	if !ok || s.cfg.NextShards <= 0 {
 		return
@@ -117,7 +117,7 @@ func (s *Scheduler) spillLocked(st *Stream, spill int64, afford func(size int64)
 // gives the stride between its opens (openers.go): the objects at i plus
 // one, two, … NextShards strides. Objects open already are left to their
 // streams, and objects another stream's spill claimed to it.
-func (s *Scheduler) spillByStrideLocked(st *Stream, i, stride int, spill int64, afford func(size int64) bool) {
+func (s *Engine) spillByStrideLocked(st *Stream, i, stride int, spill int64, afford func(size int64) bool) {
 	for k := 1; k <= s.cfg.NextShards; k++ {
 		j := i + k*stride
 		if j < 0 || j >= len(s.registry.order) {
@@ -138,7 +138,7 @@ func (s *Scheduler) spillByStrideLocked(st *Stream, i, stride int, spill int64, 
 
 // pumpHintsLocked prefetches the first part of hinted objects, in order,
 // while the budget allows.
-func (s *Scheduler) pumpHintsLocked() {
+func (s *Engine) pumpHintsLocked() {
 	for len(s.registry.hints) > 0 && !s.closed {
 		obj := s.registry.hints[0]
 		if !s.prefetchStartLocked(obj, min(s.cfg.PartSize, obj.Size), forHint, s.affordHintLocked) {
@@ -152,7 +152,7 @@ func (s *Scheduler) pumpHintsLocked() {
 // prefetchStartLocked has the first want bytes of obj fetched or in flight
 // for a stream yet to open it, as far as afford allows, and reports whether
 // all of it is. Objects already open are left to their streams.
-func (s *Scheduler) prefetchStartLocked(obj store.Object, want int64, why purpose, afford func(size int64) bool) bool {
+func (s *Engine) prefetchStartLocked(obj store.Object, want int64, why purpose, afford func(size int64) bool) bool {
 	o := s.objectLocked(obj)
 	defer s.tidyLocked(o)
 	if o.streams > 0 {
@@ -209,7 +209,7 @@ const denseInFlight = 16
 // block still on its way waits for the bytes before it in its part; with
 // few parts out, most reads that miss land on blocks no part covers yet
 // and get a GET of their own that starts at their block (denseNeed).
-func (s *Scheduler) pumpDenseLocked() {
+func (s *Engine) pumpDenseLocked() {
 	afford := func(size int64) bool {
 		limit := min(s.cfg.Memory/2, denseInFlight*s.cfg.PartSize)
 		return s.budget.waiting == 0 && s.affordLocked(size) && s.budget.byClass[classDense]+size <= limit

@@ -21,7 +21,7 @@ func TestNextObjectStartIsFetchedBeforeItIsOpened(t *testing.T) {
 	ctx := testContext(t)
 	cfg := smallConfig()
 	f := &fakeFetcher{}
-	s := newTestScheduler(t, cfg, f, nil)
+	s := newTestEngine(t, cfg, f, nil)
 	a, b, c := fakeObject("a.tar", 200<<10), fakeObject("b.tar", 200<<10+5), fakeObject("c.tar", 200<<10)
 	s.SetOrder([]store.Object{a, b, c})
 
@@ -55,7 +55,7 @@ func TestNextObjectSkipsOtherReadersShards(t *testing.T) {
 	ctx := testContext(t)
 	cfg := smallConfig()
 	f := &fakeFetcher{}
-	s := newTestScheduler(t, cfg, f, nil)
+	s := newTestEngine(t, cfg, f, nil)
 	var objs []store.Object
 	for _, k := range []string{"a", "b", "c", "d", "e"} {
 		objs = append(objs, fakeObject(k, 100<<10))
@@ -148,7 +148,7 @@ func TestNextObjectPrefetchYieldsToOpenStreams(t *testing.T) {
 	f := &fakeFetcher{hold: make(chan struct{}), holdIf: func(o store.Object, _ int64) bool {
 		return strings.HasPrefix(o.Key, "open")
 	}}
-	s := newTestScheduler(t, cfg, f, nil)
+	s := newTestEngine(t, cfg, f, nil)
 	a, b := fakeObject("a", 100<<10), fakeObject("b", 100<<10)
 	s.SetOrder([]store.Object{a, b})
 	sa := s.Open(a)
@@ -188,7 +188,7 @@ func TestHintsPrefetchInOrderWithinBudget(t *testing.T) {
 	cfg := smallConfig()
 	cfg.Memory = 4 * cfg.PartSize
 	f := &fakeFetcher{}
-	s := newTestScheduler(t, cfg, f, nil)
+	s := newTestEngine(t, cfg, f, nil)
 	x, y, z := fakeObject("x", 100<<10), fakeObject("y", 100<<10), fakeObject("z", 100<<10)
 	s.Hint(x, y, z)
 	if n := settledStats(t, s).HintParts; n != 2 {
@@ -225,7 +225,7 @@ func TestObserveMovesTheWindow(t *testing.T) {
 	ctx := testContext(t)
 	cfg := smallConfig()
 	f := &fakeFetcher{}
-	s := newTestScheduler(t, cfg, f, nil)
+	s := newTestEngine(t, cfg, f, nil)
 	obj := fakeObject("cached", 4<<20)
 	st := s.Open(obj)
 	defer st.Close()
@@ -311,7 +311,7 @@ func TestWarmCacheCostsNoGETs(t *testing.T) {
 	f := &fakeFetcher{}
 	cache := newWarmCache(t, cfg, "a", "b")
 	cache.inMemory["c"], cache.inMemory["d"] = true, true
-	s := newTestScheduler(t, cfg, f, cache)
+	s := newTestEngine(t, cfg, f, cache)
 	a, b := fakeObject("a", 1<<20), fakeObject("b", 1<<20)
 	c, d := fakeObject("c", 1<<20), fakeObject("d", 1<<20)
 	s.SetOrder([]store.Object{a, b, c, d})
@@ -348,7 +348,7 @@ func TestReadAheadLoadsCachedBlocks(t *testing.T) {
 	f := &fakeFetcher{}
 	cache := newWarmCache(t, cfg, "disk")
 	cache.inMemory["ram"] = true
-	s := newTestScheduler(t, cfg, f, cache)
+	s := newTestEngine(t, cfg, f, cache)
 	obj := fakeObject("disk", 40<<10+123)
 	st := s.Open(obj)
 	defer st.Close()
@@ -391,7 +391,7 @@ func TestCachedPartFallsBackToTheFetcher(t *testing.T) {
 	f := &fakeFetcher{}
 	cache := newWarmCache(t, cfg, "torn")
 	cache.lose = func(_ store.Object, off int64) bool { return off >= 8<<10 }
-	s := newTestScheduler(t, cfg, f, cache)
+	s := newTestEngine(t, cfg, f, cache)
 	obj := fakeObject("torn", 16<<10)
 	st := s.Open(obj)
 	defer st.Close()
@@ -414,14 +414,14 @@ func TestCachedPartFallsBackToTheFetcher(t *testing.T) {
 	}
 }
 
-// settledStats returns the scheduler's stats once no part is being filled
+// settledStats returns the engine's stats once no part is being filled
 // or handed to the Sink: a part's bytes are served before its GET's
 // accounting and Sink call end, and the part is let go only after both.
 // It waits for s.wg, which counts the goroutine of every GET: a GET that
 // ends starts the GETs that follow it before its own goroutine is done, so
 // s.wg reaches zero only once the last of them has ended. The test's
 // context only bounds a wait for a GET that never ends.
-func settledStats(t *testing.T, s *Scheduler) Stats {
+func settledStats(t *testing.T, s *Engine) Stats {
 	t.Helper()
 	idle := make(chan struct{})
 	go func() {
@@ -449,7 +449,7 @@ func TestSequentialReadersPutForReadAheadRandomReadersForRandomRead(t *testing.T
 	ctx := testContext(t)
 	cfg := smallConfig()
 	cache := newWarmCache(t, cfg)
-	s := newTestScheduler(t, cfg, &fakeFetcher{}, cache)
+	s := newTestEngine(t, cfg, &fakeFetcher{}, cache)
 	seq, rnd := fakeObject("seq", 100<<10), fakeObject("rnd", 1<<20)
 	st := s.Open(seq)
 	readAll(ctx, t, st, seq, 4096)
@@ -482,10 +482,10 @@ func (c warmCache) ReadWhole(store.Object) {}
 
 func (c warmCache) ReadRAM(store.Object, []byte, int64) bool { return false }
 
-// threeShards is a scheduler over a listing of three small objects.
-func threeShards(t *testing.T) (context.Context, *Scheduler, *fakeFetcher, store.Object, store.Object, store.Object) {
+// threeShards is an engine over a listing of three small objects.
+func threeShards(t *testing.T) (context.Context, *Engine, *fakeFetcher, store.Object, store.Object, store.Object) {
 	f := &fakeFetcher{}
-	s := newTestScheduler(t, smallConfig(), f, nil)
+	s := newTestEngine(t, smallConfig(), f, nil)
 	a, b, c := fakeObject("a", 100<<10), fakeObject("b", 100<<10), fakeObject("c", 100<<10)
 	s.SetOrder([]store.Object{a, b, c})
 	return testContext(t), s, f, a, b, c
@@ -495,7 +495,7 @@ func threeShards(t *testing.T) (context.Context, *Scheduler, *fakeFetcher, store
 // end and closes it, then reads a to its end: a's window spills past its
 // end after b was read. It returns once the GETs of the spill have ended,
 // so that the fetcher has counted them.
-func readBWhileAIsOpen(ctx context.Context, t *testing.T, s *Scheduler, a, b store.Object, bFirst bool) {
+func readBWhileAIsOpen(ctx context.Context, t *testing.T, s *Engine, a, b store.Object, bFirst bool) {
 	t.Helper()
 	var sa, sb *Stream
 	if bFirst {
@@ -520,7 +520,7 @@ func TestNextObjectFollowsItsOpenersStride(t *testing.T) {
 	ctx := testContext(t)
 	cfg := smallConfig()
 	f := &fakeFetcher{}
-	s := newTestScheduler(t, cfg, f, nil)
+	s := newTestEngine(t, cfg, f, nil)
 	var objs []store.Object
 	for i := range 8 {
 		objs = append(objs, fakeObject(fmt.Sprintf("a%d", i), 100<<10))
@@ -566,7 +566,7 @@ func TestNextObjectStopsGuessingWhenGuessesGoUnused(t *testing.T) {
 	ctx := testContext(t)
 	cfg := smallConfig()
 	f := &fakeFetcher{}
-	s := newTestScheduler(t, cfg, f, nil)
+	s := newTestEngine(t, cfg, f, nil)
 	var objs []store.Object
 	for i := range 32 {
 		objs = append(objs, fakeObject(fmt.Sprintf("s%02d", i), 100<<10))

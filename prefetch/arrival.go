@@ -6,7 +6,7 @@ import "sync"
 // filled for good, so a read can be served as soon as its own bytes are
 // in rather than when the whole part is. It has its own lock: the GET
 // reports every store.progressStep bytes and must not contend with
-// Scheduler.mu for that.
+// Engine.mu for that.
 type arrival struct {
 	mu   sync.Mutex
 	n    int64

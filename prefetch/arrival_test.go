@@ -49,7 +49,7 @@ func TestReadIsServedFromThePartOfAPartThatArrived(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		ctx := testContext(t)
 		f := &trickleFetcher{first: 2 << 10, release: make(chan struct{})}
-		s := newTestScheduler(t, smallConfig(), f, nil)
+		s := newTestEngine(t, smallConfig(), f, nil)
 		obj := fakeObject("trickle", 1<<20)
 		st := s.Open(obj)
 		defer st.Close()
@@ -78,7 +78,7 @@ func TestReadIsServedFromThePartOfAPartThatArrived(t *testing.T) {
 func TestACancelledPartIsRefetchedNotServedPastWhatArrived(t *testing.T) {
 	ctx := testContext(t)
 	f := &trickleFetcher{first: 2 << 10, release: make(chan struct{})}
-	s := newTestScheduler(t, smallConfig(), f, nil)
+	s := newTestEngine(t, smallConfig(), f, nil)
 	obj := fakeObject("cut", 1<<20)
 	st := s.Open(obj)
 	if err := readCheck(ctx, st, obj, make([]byte, 1000), 0); err != nil {
@@ -105,7 +105,7 @@ func TestRandomReaderKeepsAPartItReadWhileItArrives(t *testing.T) {
 		ctx := testContext(t)
 		f := &trickleFetcher{first: 2 << 10, release: make(chan struct{})}
 		cfg := smallConfig()
-		s := newTestScheduler(t, cfg, f, nil)
+		s := newTestEngine(t, cfg, f, nil)
 		obj := fakeObject("random", 1<<20)
 		st := s.Open(obj)
 		defer st.Close()
@@ -147,7 +147,7 @@ func TestReadAheadWaitsForTheFirstBytesOfTheRead(t *testing.T) {
 	ctx := testContext(t)
 	cfg := smallConfig()
 	f := &fakeFetcher{hold: make(chan struct{}), holdIf: func(_ store.Object, off int64) bool { return off == 0 }}
-	s := newTestScheduler(t, cfg, f, nil)
+	s := newTestEngine(t, cfg, f, nil)
 	obj := fakeObject("a", 64<<10)
 	st := s.Open(obj)
 	defer st.Close()
@@ -179,7 +179,7 @@ func TestReadAheadStartsOnTheFirstBytes(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		ctx := testContext(t)
 		f := &trickleFetcher{first: 1024, release: make(chan struct{})}
-		s := newTestScheduler(t, smallConfig(), f, nil)
+		s := newTestEngine(t, smallConfig(), f, nil)
 		obj := fakeObject("a", 64<<10)
 		st := s.Open(obj)
 		defer st.Close()

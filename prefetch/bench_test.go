@@ -67,7 +67,7 @@ func BenchmarkSequentialRemote(b *testing.B) {
 	})
 	b.Run("stream", func(b *testing.B) {
 		for b.Loop() {
-			s := NewScheduler(cfg, f, nil, nil)
+			s := NewEngine(cfg, f, nil, nil)
 			s.SetOrder(objs)
 			var wg sync.WaitGroup
 			for r := range readers {
@@ -111,7 +111,7 @@ func BenchmarkRandomRead4KiBCached(b *testing.B) {
 	for i := int64(0); i < blocks; i++ {
 		c.Put(obj, i, data[i*bs:(i+1)*bs], cache.ForRandomRead)
 	}
-	s := NewScheduler(DefaultConfig(), failingFetcher{}, c, nil)
+	s := NewEngine(DefaultConfig(), failingFetcher{}, c, nil)
 	defer s.Close()
 	r := s.OpenReader(obj, false, 0)
 	defer r.Close()

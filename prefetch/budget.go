@@ -1,7 +1,7 @@
 package prefetch
 
 // budget is the memory budget's state: what live parts are charged and who
-// waits for room. Guarded by Scheduler.mu.
+// waits for room. Guarded by Engine.mu.
 type budget struct {
 	inUse     int64             // charged to live parts
 	byClass   [numClasses]int64 // of inUse, by the class of the parts' purpose
@@ -21,7 +21,7 @@ func (b *budget) charge(c budgetClass, size int64) {
 
 // shareLocked is the read-ahead st may hold: an equal slice of the budget
 // among the streams holding parts, counting st.
-func (s *Scheduler) shareLocked(st *Stream) int64 {
+func (s *Engine) shareLocked(st *Stream) int64 {
 	n := s.budget.holding
 	if st.heldBytes == 0 {
 		n++
@@ -30,12 +30,12 @@ func (s *Scheduler) shareLocked(st *Stream) int64 {
 }
 
 // affordLocked reports whether size more bytes fit in the budget now.
-func (s *Scheduler) affordLocked(size int64) bool { return s.budget.inUse+size <= s.cfg.Memory }
+func (s *Engine) affordLocked(size int64) bool { return s.budget.inUse+size <= s.cfg.Memory }
 
 // affordHintLocked is affordLocked for hinted objects, which together may
 // use at most half the budget so open streams keep the rest, and never
 // take budget that a read is waiting for.
-func (s *Scheduler) affordHintLocked(size int64) bool {
+func (s *Engine) affordHintLocked(size int64) bool {
 	return s.budget.waiting == 0 && s.affordLocked(size) && s.budget.byClass[classNext]+size <= s.cfg.Memory/2
 }
 
@@ -45,7 +45,7 @@ func (s *Scheduler) affordHintLocked(size int64) bool {
 // then the newest prefetch for an object not open; then the part made
 // last for a loader's schedule that no stream holds; then the furthest part
 // of the stream holding the most, whatever it holds.
-func (s *Scheduler) evictOneLocked(requester *Stream) bool {
+func (s *Engine) evictOneLocked(requester *Stream) bool {
 	richest, furthest := s.richestLocked()
 	if furthest != nil && richest.heldBytes > s.shareLocked(requester) {
 		s.evictLocked(furthest)
@@ -68,14 +68,14 @@ func (s *Scheduler) evictOneLocked(requester *Stream) bool {
 	return false
 }
 
-func (s *Scheduler) evictLocked(p *part) {
+func (s *Engine) evictLocked(p *part) {
 	s.stats.Evicted++
 	s.removeLocked(p)
 }
 
 // richestLocked is the stream holding the most bytes among those holding a
 // part no read is using, and the furthest such part; nils when none.
-func (s *Scheduler) richestLocked() (*Stream, *part) {
+func (s *Engine) richestLocked() (*Stream, *part) {
 	var best *Stream
 	var bestPart *part
 	for st := range s.registry.streams {

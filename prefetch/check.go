@@ -1,10 +1,10 @@
 package prefetch
 
-// checkLocked asserts the scheduler's bookkeeping in builds with the
+// checkLocked asserts the engine's bookkeeping in builds with the
 // invariants tag: the budget charged equals what live parts cost and stays
 // within Config.Memory with the pool, every stream's held bytes add up, and
 // the registry maps each block to the part covering it.
-func (s *Scheduler) checkLocked() {
+func (s *Engine) checkLocked() {
 	if !invariants {
 		return
 	}

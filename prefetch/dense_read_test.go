@@ -19,7 +19,7 @@ import (
 func TestSparseRandomReadsOfALargeShardStayCheap(t *testing.T) {
 	cfg := DefaultConfig() // 1 MiB blocks, 1 GiB budget
 	f := &fakeFetcher{}
-	s := newTestScheduler(t, cfg, f, nil)
+	s := newTestEngine(t, cfg, f, nil)
 	obj := fakeObject("big.tar", 1<<30)
 	const reads = 200
 	randomSmallReads(t, s, obj, reads, 200)
@@ -42,7 +42,7 @@ func TestShuffledPassOverASmallShardStreamsIt(t *testing.T) {
 	cfg := DefaultConfig()
 	c := newRingCache(t, bs, 256*bs)
 	f := &fakeFetcher{}
-	s := newTestScheduler(t, cfg, f, c)
+	s := newTestEngine(t, cfg, f, c)
 	obj := fakeObject("small.tar", 48*bs+4321)
 	const sample = 100 << 10
 	var offs []int64
@@ -104,7 +104,7 @@ func TestDenseRandomOffFetchesOnlyWhatIsRead(t *testing.T) {
 	cfg := DefaultConfig()
 	cfg.DenseRandom = false
 	f := &fakeFetcher{}
-	s := newTestScheduler(t, cfg, f, nil)
+	s := newTestEngine(t, cfg, f, nil)
 	obj := fakeObject("small.tar", 48<<20)
 	buf := make([]byte, 4096)
 	for _, off := range []int64{5 << 20, 20 << 20, 33 << 20, 1 << 20} {
@@ -133,7 +133,7 @@ func TestShuffledPassOverAnObjectLargerThanTheCacheStaysSparse(t *testing.T) {
 	}
 	t.Cleanup(func() { _ = c.Close() })
 	f := &fakeFetcher{}
-	s := newTestScheduler(t, DefaultConfig(), f, c)
+	s := newTestEngine(t, DefaultConfig(), f, c)
 	obj := fakeObject("larger-than-cache.tar", 48*bs)
 	randomSmallReads(t, s, obj, 200, 4096)
 	if st := settledStats(t, s); st.DenseObjects != 0 || st.DenseParts != 0 {
@@ -144,7 +144,7 @@ func TestShuffledPassOverAnObjectLargerThanTheCacheStaysSparse(t *testing.T) {
 // randomSmallReads reads 4 KiB at n random offsets of obj (the same ones
 // for the same seed), a handle per read as a Dataset that opens the shard
 // per sample does, and checks every byte.
-func randomSmallReads(t *testing.T, s *Scheduler, obj store.Object, n int, seed uint64) {
+func randomSmallReads(t *testing.T, s *Engine, obj store.Object, n int, seed uint64) {
 	t.Helper()
 	rng := rand.New(rand.NewPCG(15, seed))
 	buf := make([]byte, 4096)
@@ -169,7 +169,7 @@ func TestARandomReaderGoneOnLetsItsBlockReachTheCache(t *testing.T) {
 	bs := cfg.BlockSize
 	f := &fakeFetcher{}
 	sink := newRecordingSink(t, bs)
-	s := newTestScheduler(t, cfg, f, sink)
+	s := newTestEngine(t, cfg, f, sink)
 	obj := fakeObject("big.tar", 1<<30)
 	r := s.OpenReader(obj, false, 0)
 	defer r.Close()
@@ -206,7 +206,7 @@ func TestLargeRandomReadsTurnDenseEarly(t *testing.T) {
 	cfg.Memory = 256 * bs // budget/8 = 32 MiB: the object is not small
 	c := newRingCache(t, bs, 64*bs)
 	f := &fakeFetcher{}
-	s := newTestScheduler(t, cfg, f, c)
+	s := newTestEngine(t, cfg, f, c)
 	obj := fakeObject("large-reads.bin", 96*bs)
 	var offs []int64
 	for off := int64(0); off < obj.Size; off += read {
@@ -245,7 +245,7 @@ func TestOneSampleReadOverAndOverStaysSparse(t *testing.T) {
 	cfg.Memory = 256 * bs
 	c := newRingCache(t, bs, 64*bs)
 	f := &fakeFetcher{}
-	s := newTestScheduler(t, cfg, f, c)
+	s := newTestEngine(t, cfg, f, c)
 	obj := fakeObject("one-sample.bin", 96*bs)
 	buf := make([]byte, read)
 	for i := range 100 {
@@ -284,7 +284,7 @@ func TestDensePartsStartWhileAReadWaits(t *testing.T) {
 			holdIf:  func(_ store.Object, off int64) bool { return off == held },
 			started: make(chan string, 1024),
 		}
-		s := newTestScheduler(t, cfg, f, c)
+		s := newTestEngine(t, cfg, f, c)
 		r := s.OpenReader(obj, false, 0)
 		defer r.Close()
 		buf := make([]byte, 4096)
@@ -334,7 +334,7 @@ func TestDenseMissFetchesToTheEndOfItsPart(t *testing.T) {
 		hold:   make(chan struct{}),
 		holdIf: func(_ store.Object, off int64) bool { return off < covered },
 	}
-	s := newTestScheduler(t, cfg, f, c)
+	s := newTestEngine(t, cfg, f, c)
 	r := s.OpenReader(obj, false, 0)
 	defer r.Close()
 	// 64 KiB reads, past HeadSize: one GET each, no head first. The

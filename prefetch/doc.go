@@ -8,7 +8,7 @@
 // fetched from the store. It names the tier that served, for metrics.
 //
 // Read-ahead decides, per handle, whether reads are sequential or random
-// (policy.go, a pure state machine), and the Scheduler fetches the byte
+// (policy.go, a pure state machine), and the Engine fetches the byte
 // ranges that decision asks for as parallel ranged GETs within one global
 // memory budget shared fairly by every handle.
 //

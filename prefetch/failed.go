@@ -35,7 +35,7 @@ type failedRange struct {
 }
 
 // failedRanges are the ranges that failed in the last failedRangeMemory,
-// oldest first. Guarded by Scheduler.mu.
+// oldest first. Guarded by Engine.mu.
 type failedRanges struct {
 	list []failedRange
 }

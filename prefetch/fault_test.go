@@ -16,7 +16,7 @@ func TestAFaultingCopyLeavesNoPin(t *testing.T) {
 	ctx := testContext(t)
 	cfg := smallConfig()
 	cfg.Memory = 2 * cfg.PartSize
-	s := newTestScheduler(t, cfg, &fakeFetcher{}, nil)
+	s := newTestEngine(t, cfg, &fakeFetcher{}, nil)
 	obj := fakeObject("faulting", 8*cfg.PartSize)
 
 	f, err := os.CreateTemp("/dev/shm", "shardfs-prefetch-test-*")

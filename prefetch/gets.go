@@ -7,11 +7,12 @@ import (
 	"io"
 	"time"
 
+	"github.com/shardfs/shardfs/cache"
 	"github.com/shardfs/shardfs/store"
 )
 
 // getSlots are the GETs running and the parts waiting for a slot.
-// Guarded by Scheduler.mu.
+// Guarded by Engine.mu.
 type getSlots struct {
 	running      int        // GETs in progress
 	sinking      int        // GETs over whose bytes are being handed to the Sink
@@ -27,7 +28,7 @@ type getSlots struct {
 // (pumpDenseLocked), and they are what its next reads find; held back
 // behind every read that missed, they left the reads of a fio pass with
 // four jobs waiting twice as often (docs/BENCHMARKS.md, run 16).
-func (s *Scheduler) enqueueLocked(p *part) {
+func (s *Engine) enqueueLocked(p *part) {
 	if !p.urgent && p.why != forDenseRest && (p.o.awaitingFirst > 0 || p.o.heads > 0) {
 		p.o.deferred = append(p.o.deferred, p)
 		return
@@ -48,7 +49,7 @@ func queueOf(p *part) int {
 
 // urgeLocked moves a queued or deferred part to the front line: a read now
 // waits on it. Its read-ahead entry is skipped once it has started.
-func (s *Scheduler) urgeLocked(p *part) {
+func (s *Engine) urgeLocked(p *part) {
 	if p.urgent || p.state != partQueued {
 		return
 	}
@@ -58,7 +59,7 @@ func (s *Scheduler) urgeLocked(p *part) {
 
 // firstBytesLocked records that p, which a read waited on, has its first
 // bytes or has ended, and starts the read-ahead deferred behind it.
-func (s *Scheduler) firstBytesLocked(p *part) {
+func (s *Engine) firstBytesLocked(p *part) {
 	if !p.awaitingFirst {
 		return
 	}
@@ -69,7 +70,7 @@ func (s *Scheduler) firstBytesLocked(p *part) {
 
 // releaseDeferredLocked starts o's deferred read-ahead once nothing holds
 // it back.
-func (s *Scheduler) releaseDeferredLocked(o *object) {
+func (s *Engine) releaseDeferredLocked(o *object) {
 	if o.awaitingFirst > 0 || o.heads > 0 || s.closed {
 		return
 	}
@@ -85,7 +86,7 @@ func (s *Scheduler) releaseDeferredLocked(o *object) {
 }
 
 // startNextLocked fills free GET slots from the queues, urgent first.
-func (s *Scheduler) startNextLocked() {
+func (s *Engine) startNextLocked() {
 	for q := range s.gets.queue {
 		for s.gets.running < s.cfg.Concurrency && len(s.gets.queue[q]) > 0 {
 			p := s.gets.queue[q][0]
@@ -98,7 +99,7 @@ func (s *Scheduler) startNextLocked() {
 	}
 }
 
-func (s *Scheduler) startLocked(p *part) {
+func (s *Engine) startLocked(p *part) {
 	s.gets.running++
 	s.stats.PeakRunning = max(s.stats.PeakRunning, int64(s.gets.running))
 	p.to(evStart)
@@ -117,19 +118,19 @@ func (s *Scheduler) startLocked(p *part) {
 	}
 	p.cancel = cancel
 	s.wg.Add(1)
-	go s.get(ctx, p)
+	go s.get(ctx, p, p.why.ringPlacement()) // why may change (adoption) while the GET runs
 }
 
 // get fills one part, from the cache where it holds the part and from the
 // Fetcher for the rest, publishes the result to waiting reads, then hands
 // what was fetched to the Sink.
-func (s *Scheduler) get(ctx context.Context, p *part) {
+func (s *Engine) get(ctx context.Context, p *part, ringPlace cache.Placement) {
 	defer s.wg.Done()
 	defer p.cancel()
 	want := p.end - p.off
 	var fromRing int64
 	if p.fromRing {
-		fromRing = s.readRing(p, want)
+		fromRing = s.readRing(p, want, ringPlace)
 	}
 	var n, gets int
 	var err error
@@ -228,7 +229,7 @@ func (s *Scheduler) get(ctx context.Context, p *part) {
 // the object was read again since p was made, the rest follows at once
 // (false). Otherwise p gives up its GET slot and waits for the next read
 // (true): the reader may have wanted only those bytes.
-func (s *Scheduler) parkAfterHead(p *part, n int) bool {
+func (s *Engine) parkAfterHead(p *part, n int) bool {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	p.fetched = p.head
@@ -253,11 +254,11 @@ func (s *Scheduler) parkAfterHead(p *part, n int) bool {
 // waiting on the first are answered at once, and returns how many leading
 // bytes it got (a multiple of BlockSize unless all of them): the ring may
 // have lost a block since the part was made.
-func (s *Scheduler) readRing(p *part, want int64) int64 {
+func (s *Engine) readRing(p *part, want int64, place cache.Placement) int64 {
 	var done int64
 	for done < want {
 		end := min(done+s.cfg.BlockSize, want)
-		if _, ok := s.cache.ReadAt(p.o.obj, p.buf[done:end], p.off+done, p.why.ringPlacement()); !ok {
+		if _, ok := s.cache.ReadAt(p.o.obj, p.buf[done:end], p.off+done, place); !ok {
 			break
 		}
 		done = end
@@ -268,7 +269,7 @@ func (s *Scheduler) readRing(p *part, want int64) int64 {
 
 // fetchRest GETs p's bytes from offset from (within the part) to want and
 // returns how many it got, or the error that ended the GET.
-func (s *Scheduler) fetchRest(ctx context.Context, p *part, from, want int64) (int, error) {
+func (s *Engine) fetchRest(ctx context.Context, p *part, from, want int64) (int, error) {
 	first := true
 	if k, ok := s.sink.(keeper); ok && p.sums == nil {
 		p.sums = k.Summer(p.size)

@@ -18,7 +18,7 @@ func TestAFirstSmallReadThenCloseCostsOneSmallGET(t *testing.T) {
 	ctx := testContext(t)
 	cfg := headConfig()
 	f := &fakeFetcher{}
-	s := newTestScheduler(t, cfg, f, nil)
+	s := newTestEngine(t, cfg, f, nil)
 	obj := fakeObject("peek", 64<<10)
 	st := s.Open(obj)
 	if err := readCheck(ctx, st, obj, make([]byte, 512), 0); err != nil {
@@ -38,7 +38,7 @@ func TestTheNextReadFetchesTheRestOfTheHeadPart(t *testing.T) {
 	ctx := testContext(t)
 	cfg := headConfig()
 	f := &fakeFetcher{}
-	s := newTestScheduler(t, cfg, f, nil)
+	s := newTestEngine(t, cfg, f, nil)
 	obj := fakeObject("stream", 64<<10+77)
 	st := s.Open(obj)
 	defer st.Close()
@@ -73,7 +73,7 @@ func TestAReadPastTheHeadDuringItsGETDoesNotWaitForAnotherRead(t *testing.T) {
 		ctx := testContext(t)
 		cfg := headConfig()
 		f := &fakeFetcher{hold: make(chan struct{}), holdIf: func(_ store.Object, off int64) bool { return off == 0 }}
-		s := newTestScheduler(t, cfg, f, nil)
+		s := newTestEngine(t, cfg, f, nil)
 		obj := fakeObject("both", 16<<10)
 		st := s.Open(obj)
 		defer st.Close()
@@ -102,8 +102,8 @@ func TestAReadPastTheHeadDuringItsGETDoesNotWaitForAnotherRead(t *testing.T) {
 	})
 }
 
-// readsOf is how many reads the scheduler has recorded on obj.
-func readsOf(s *Scheduler, obj store.Object) uint64 {
+// readsOf is how many reads the engine has recorded on obj.
+func readsOf(s *Engine, obj store.Object) uint64 {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if o := s.registry.objects[objectID{obj.Key, obj.ETag}]; o != nil {
@@ -117,7 +117,7 @@ func TestStreamsWaitingAfterTheirHeadHoldNoGETSlot(t *testing.T) {
 	cfg := headConfig()
 	cfg.Concurrency = 2
 	f := &fakeFetcher{}
-	s := newTestScheduler(t, cfg, f, nil)
+	s := newTestEngine(t, cfg, f, nil)
 	// More streams than GET slots read a few bytes and stay open.
 	for i := range 2 * cfg.Concurrency {
 		obj := fakeObject(string(rune('a'+i)), 32<<10)
@@ -139,7 +139,7 @@ func TestHeadsOffFetchTheWholePartAtOnce(t *testing.T) {
 	cfg := headConfig()
 	cfg.HeadSize = 0
 	f := &fakeFetcher{}
-	s := newTestScheduler(t, cfg, f, nil)
+	s := newTestEngine(t, cfg, f, nil)
 	obj := fakeObject("plain", 64<<10)
 	st := s.Open(obj)
 	defer st.Close()

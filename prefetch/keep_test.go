@@ -21,11 +21,11 @@ type keepingSink struct {
 	notOwned int      // Keep calls without own
 }
 
-// newKeepingScheduler is a scheduler of cfg over a fake store whose Sink
+// newKeepingEngine is an engine of cfg over a fake store whose Sink
 // is a keepingSink.
-func newKeepingScheduler(t *testing.T, cfg Config) (*keepingSink, *Scheduler) {
+func newKeepingEngine(t *testing.T, cfg Config) (*keepingSink, *Engine) {
 	sink := &keepingSink{recordingSink: newRecordingSink(t, cfg.BlockSize)}
-	return sink, newTestScheduler(t, cfg, &fakeFetcher{}, sink)
+	return sink, newTestEngine(t, cfg, &fakeFetcher{}, sink)
 }
 
 func (k *keepingSink) Summer(int64) *cache.Summer { return nil }
@@ -50,7 +50,7 @@ func (k *keepingSink) Keep(obj store.Object, index int64, data []byte, _ cache.S
 // still holds the bytes it was handed over with.
 func TestAKeptBufferIsNeverReused(t *testing.T) {
 	ctx, cfg := testContext(t), smallConfig()
-	sink, s := newKeepingScheduler(t, cfg)
+	sink, s := newKeepingEngine(t, cfg)
 	rnd := fakeObject("random", 64*cfg.BlockSize)
 	rt := s.Open(rnd)
 	buf := make([]byte, 512)
@@ -86,7 +86,7 @@ func TestAKeptBufferIsNeverReused(t *testing.T) {
 // handed over.
 func TestOnlyOneBlockBuffersAreHandedOver(t *testing.T) {
 	ctx, cfg := testContext(t), smallConfig()
-	sink, s := newKeepingScheduler(t, cfg)
+	sink, s := newKeepingEngine(t, cfg)
 	seq := fakeObject("seq.tar", 40*cfg.BlockSize)
 	st := s.Open(seq)
 	readAll(ctx, t, st, seq, int(cfg.BlockSize))

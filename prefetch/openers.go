@@ -34,7 +34,7 @@ type openerHistory struct {
 	misses int // guesses in a row it did not open next
 }
 
-// openers is the history of every opener. Guarded by Scheduler.mu.
+// openers is the history of every opener. Guarded by Engine.mu.
 type openers struct {
 	byID map[Opener]*openerHistory
 }

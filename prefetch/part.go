@@ -10,8 +10,8 @@ import (
 	"github.com/shardfs/shardfs/store"
 )
 
-// registry is what the scheduler knows of objects, parts and streams.
-// Guarded by Scheduler.mu.
+// registry is what the engine knows of objects, parts and streams.
+// Guarded by Engine.mu.
 type registry struct {
 	objects  map[objectID]*object
 	streams  map[*Stream]struct{}
@@ -98,7 +98,7 @@ type part struct {
 
 	state         partState // see partstate.go
 	awaitingFirst bool      // counted in o.awaitingFirst
-	dying         bool      // removed while its GET ran: charged to Scheduler.dying until freed
+	dying         bool      // removed while its GET ran: charged to Engine.dying until freed
 
 	pins    int               // reads waiting on or copying from buf, and the Sink call
 	holders map[*Stream]int64 // streams that want it → bytes each has read from it
@@ -130,7 +130,7 @@ func (p *part) unused() bool {
 // cache and they have yet to reach it.
 func (p *part) cacheInFlight() bool { return p.why.keptUntilCached() && !p.settled() }
 
-func (s *Scheduler) objectLocked(obj store.Object) *object {
+func (s *Engine) objectLocked(obj store.Object) *object {
 	id := objectID{obj.Key, obj.ETag}
 	o := s.registry.objects[id]
 	if o == nil {
@@ -141,23 +141,23 @@ func (s *Scheduler) objectLocked(obj store.Object) *object {
 }
 
 // tidyLocked forgets o once nothing refers to it.
-func (s *Scheduler) tidyLocked(o *object) {
+func (s *Engine) tidyLocked(o *object) {
 	if o.streams == 0 && len(o.parts) == 0 {
 		delete(s.registry.objects, objectID{o.obj.Key, o.obj.ETag})
 	}
 }
 
-func (s *Scheduler) partAt(o *object, off int64) *part { return o.parts[off/s.cfg.BlockSize] }
+func (s *Engine) partAt(o *object, off int64) *part { return o.parts[off/s.cfg.BlockSize] }
 
 // failedLocked returns the error of a GET over r of o that failed in the
 // last failedRangeMemory, or nil (failed.go).
-func (s *Scheduler) failedLocked(o *object, r Range) error {
+func (s *Engine) failedLocked(o *object, r Range) error {
 	return s.registry.failed.find(objectID{o.obj.Key, o.obj.ETag}, r, time.Now())
 }
 
 // gapLocked returns the run of blocks from start (block-aligned) with no part,
 // up to limit, stopping at the next part or PartSize boundary.
-func (s *Scheduler) gapLocked(o *object, start, limit int64) Range {
+func (s *Engine) gapLocked(o *object, start, limit int64) Range {
 	bs := s.cfg.BlockSize
 	limit = min(limit, (start/s.cfg.PartSize+1)*s.cfg.PartSize, o.obj.Size)
 	end := start
@@ -168,12 +168,12 @@ func (s *Scheduler) gapLocked(o *object, start, limit int64) Range {
 }
 
 // chargeOf is the budget a part over r costs: whole blocks.
-func (s *Scheduler) chargeOf(r Range) int64 { return ceilTo(r.Len(), s.cfg.BlockSize) }
+func (s *Engine) chargeOf(r Range) int64 { return ceilTo(r.Len(), s.cfg.BlockSize) }
 
 // newPartLocked registers a part over r, which must be a gap, made for
 // why, charges the budget, and queues its GET. read is the read that
 // waits on it, empty when none does. The caller has checked the budget.
-func (s *Scheduler) newPartLocked(o *object, r, read Range, fromRing bool, why purpose) *part {
+func (s *Engine) newPartLocked(o *object, r, read Range, fromRing bool, why purpose) *part {
 	urgent := !read.Empty()
 	p := &part{
 		o: o, off: r.Start, end: r.End, size: s.chargeOf(r), why: why,
@@ -200,7 +200,7 @@ func (s *Scheduler) newPartLocked(o *object, r, read Range, fromRing bool, why p
 // removeLocked takes p out of the registry and away from everything that
 // holds it; its GET is cancelled if still running, and its budget is
 // released once no GET or read uses its buffer.
-func (s *Scheduler) removeLocked(p *part) {
+func (s *Engine) removeLocked(p *part) {
 	if !p.live() {
 		return
 	}
@@ -235,7 +235,7 @@ func (s *Scheduler) removeLocked(p *part) {
 
 // freeLocked releases p's buffer and budget once it is removed and neither
 // its GET nor any read uses the buffer.
-func (s *Scheduler) freeLocked(p *part) {
+func (s *Engine) freeLocked(p *part) {
 	if p.state != partRemoved || p.pins > 0 {
 		return
 	}
@@ -260,7 +260,7 @@ func (s *Scheduler) freeLocked(p *part) {
 }
 
 // releaseIfUnusedLocked removes p when nothing keeps it any more.
-func (s *Scheduler) releaseIfUnusedLocked(p *part) {
+func (s *Engine) releaseIfUnusedLocked(p *part) {
 	if p.live() && p.unused() {
 		s.removeLocked(p)
 	}
@@ -269,7 +269,7 @@ func (s *Scheduler) releaseIfUnusedLocked(p *part) {
 
 // holdLocked makes st a holder of p, adopting it if it was prefetched for
 // an object nobody had open.
-func (s *Scheduler) holdLocked(st *Stream, p *part) {
+func (s *Engine) holdLocked(st *Stream, p *part) {
 	if _, ok := p.holders[st]; ok {
 		return
 	}
@@ -280,7 +280,7 @@ func (s *Scheduler) holdLocked(st *Stream, p *part) {
 }
 
 // dropLocked ends st's interest in p.
-func (s *Scheduler) dropLocked(st *Stream, p *part) {
+func (s *Engine) dropLocked(st *Stream, p *part) {
 	if _, ok := p.holders[st]; !ok {
 		return
 	}
@@ -290,7 +290,7 @@ func (s *Scheduler) dropLocked(st *Stream, p *part) {
 	s.releaseIfUnusedLocked(p)
 }
 
-func (s *Scheduler) addHeldLocked(st *Stream, delta int64) {
+func (s *Engine) addHeldLocked(st *Stream, delta int64) {
 	before := st.heldBytes
 	st.heldBytes += delta
 	switch {
@@ -303,7 +303,7 @@ func (s *Scheduler) addHeldLocked(st *Stream, delta int64) {
 
 // unspecLocked makes a part prefetched for an object nobody had open the
 // read-ahead of the stream that now holds it.
-func (s *Scheduler) unspecLocked(p *part) {
+func (s *Engine) unspecLocked(p *part) {
 	if !p.why.speculative() {
 		return
 	}
@@ -317,7 +317,7 @@ func (s *Scheduler) unspecLocked(p *part) {
 
 // readArrivedLocked records a read of o: the parts whose head GET is over
 // get the GET of their rest, and read-ahead deferred behind them starts.
-func (s *Scheduler) readArrivedLocked(o *object) {
+func (s *Engine) readArrivedLocked(o *object) {
 	o.reads++
 	parked := o.parked
 	o.parked = nil
@@ -332,7 +332,7 @@ func (s *Scheduler) readArrivedLocked(o *object) {
 
 // restStartsLocked records that p's head no longer holds anything back:
 // the GET of its rest is starting, or p is gone.
-func (s *Scheduler) restStartsLocked(p *part) {
+func (s *Engine) restStartsLocked(p *part) {
 	if !p.headPending {
 		return
 	}

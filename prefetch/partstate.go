@@ -77,7 +77,7 @@ func partTransition(from partState, ev partEvent) (to partState, ok bool) {
 	return from, false
 }
 
-// to applies ev. An event that cannot happen is a bug in the scheduler:
+// to applies ev. An event that cannot happen is a bug in the engine:
 // builds with the invariants tag panic on it; others keep the state.
 func (p *part) to(ev partEvent) {
 	next, ok := partTransition(p.state, ev)

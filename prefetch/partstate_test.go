@@ -31,7 +31,7 @@ func TestPartTransitions(t *testing.T) {
 }
 
 // TestPartLifecycles: the paths a part takes, the head GET's included,
-// each state reached by the event the scheduler sends.
+// each state reached by the event the engine sends.
 func TestPartLifecycles(t *testing.T) {
 	paths := map[string][]partEvent{
 		"fetched and dropped":            {evStart, evFinish, evRemove, evFree},
@@ -59,14 +59,14 @@ func TestPartLifecycles(t *testing.T) {
 }
 
 // TestHeadPartIsParkedThenResumed follows a real head part through the
-// scheduler: fetching its head, parked after it with no GET slot, queued
+// engine: fetching its head, parked after it with no GET slot, queued
 // again by the object's next read, then done. The states are looked at
-// once the scheduler is settled (settledStats): no GET left running.
+// once the engine is settled (settledStats): no GET left running.
 func TestHeadPartIsParkedThenResumed(t *testing.T) {
 	ctx := testContext(t)
 	cfg := headConfig()
 	f := &fakeFetcher{}
-	s := newTestScheduler(t, cfg, f, nil)
+	s := newTestEngine(t, cfg, f, nil)
 	obj := fakeObject("h", 64<<10)
 	st := s.Open(obj)
 	defer st.Close()

@@ -2,7 +2,7 @@ package prefetch
 
 // bufPool keeps freed part buffers for reuse, by capacity, so a streaming
 // mount does not hand the garbage collector a part's worth of memory per
-// GET. The scheduler trims it so that the buffers of live parts plus
+// GET. The engine trims it so that the buffers of live parts plus
 // pooled buffers never pass Config.Memory: what the pool keeps is memory
 // the process holds.
 type bufPool struct {

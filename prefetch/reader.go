@@ -13,7 +13,7 @@ import (
 // sends one handle's reads in parallel (async read-ahead), so its methods
 // are safe for concurrent use.
 type Reader struct {
-	s       *Scheduler
+	s       *Engine
 	obj     store.Object
 	oneShot bool
 	opener  Opener
@@ -21,7 +21,7 @@ type Reader struct {
 	mu     sync.Mutex // guards only the stream's creation and release, and fills
 	stream *Stream    // opened on the first read that needs it
 	closed bool
-	fills  bool // FillCache was called: counted in the scheduler's fillers until Close
+	fills  bool // FillCache was called: counted in the engine's fillers until Close
 
 	last lastBlock // the cache block the previous cache hit read
 }
@@ -29,7 +29,7 @@ type Reader struct {
 // OpenReader returns the read path of one open of obj by opener (0 when
 // unknown). oneShot is for reads with no page cache behind them and no
 // later read to prepare for (the GPU interface's READ); see source.go.
-func (s *Scheduler) OpenReader(obj store.Object, oneShot bool, opener Opener) *Reader {
+func (s *Engine) OpenReader(obj store.Object, oneShot bool, opener Opener) *Reader {
 	return &Reader{s: s, obj: obj, oneShot: oneShot, opener: opener}
 }
 
@@ -64,7 +64,9 @@ func (r *Reader) FillCache() {
 
 // Close releases the handle's stream; reads after it fail. A handle that
 // read its object whole tells the cache, which may keep it as a
-// whole-shard file for the next open (Cache.ReadWhole).
+// whole-shard file for the next open (Cache.ReadWhole). One-shot reads
+// (the GPU interface's READ, one reader per range) do not: a range read
+// into a client's buffer is not an open that the kernel will make again.
 func (r *Reader) Close() {
 	r.mu.Lock()
 	defer r.mu.Unlock()
@@ -79,7 +81,7 @@ func (r *Reader) Close() {
 	r.last.data = nil
 	r.last.mu.Unlock()
 	if r.stream != nil {
-		if r.s.cache != nil && r.stream.readWhole() {
+		if r.s.cache != nil && !r.oneShot && r.stream.readWhole() {
 			r.s.cache.ReadWhole(r.obj)
 		}
 		r.stream.Close()

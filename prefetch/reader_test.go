@@ -74,7 +74,7 @@ func TestReaderReadsEachCachedBlockOnce(t *testing.T) {
 	rand.New(rand.NewSource(1)).Read(data)
 	obj := store.Object{Key: "k", Size: int64(len(data)), ETag: "e"}
 	c := &blockCache{data: map[string][]byte{"k": data}, blockSize: bs}
-	s := newTestScheduler(t, readerConfig(bs), &fakeFetcher{}, c)
+	s := newTestEngine(t, readerConfig(bs), &fakeFetcher{}, c)
 	r := s.OpenReader(obj, false, 0)
 	defer r.Close()
 	var got []byte
@@ -120,7 +120,7 @@ func TestHandleReadsServeRAMOnlyFromTheCache(t *testing.T) {
 	objects := map[string][]byte{"ram": data, "disk": data}
 	c := &blockCache{data: objects, onDisk: map[string]bool{"disk": true}, blockSize: bs}
 	f := &fakeFetcher{}
-	s := newTestScheduler(t, readerConfig(bs), f, c)
+	s := newTestEngine(t, readerConfig(bs), f, c)
 	lent := map[string]bool{}
 	for _, key := range []string{"ram", "disk"} {
 		r := s.OpenReader(store.Object{Key: key, Size: int64(len(data)), ETag: "e"}, false, 0)
@@ -150,7 +150,7 @@ func TestOneShotReadsSpanningDiskBlocksComeFromTheCache(t *testing.T) {
 	obj := store.Object{Key: "k", Size: int64(len(data)), ETag: "e"}
 	c := &blockCache{data: map[string][]byte{"k": data}, onDisk: map[string]bool{"k": true}, blockSize: bs}
 	// No store: a read the cache declined would have nowhere to go.
-	s := newTestScheduler(t, readerConfig(bs), nil, c)
+	s := newTestEngine(t, readerConfig(bs), nil, c)
 	for _, tc := range []struct{ off, n int64 }{{0, 8 * bs}, {bs / 2, 3 * bs}, {8 * bs, 2 * bs}} {
 		r := s.OpenReader(obj, true, 0)
 		p := make([]byte, tc.n)
@@ -170,7 +170,7 @@ func TestOneShotReadsSpanningDiskBlocksComeFromTheCache(t *testing.T) {
 
 func TestReadAtCopiesLentBytesIntoTheCallersBufferAndReleasesThem(t *testing.T) {
 	cfg := smallConfig()
-	s := newTestScheduler(t, cfg, &fakeFetcher{}, nil)
+	s := newTestEngine(t, cfg, &fakeFetcher{}, nil)
 	obj := fakeObject("k", 64<<10)
 	r := s.OpenReader(obj, false, 0)
 	p := make([]byte, 4)
@@ -204,18 +204,24 @@ func (c *blockCache) ReadWhole(obj store.Object) {
 // TestReadWholeTellsTheCache: a handle that read its object from the first
 // byte to the last, in order, tells the cache on Close, which may keep it
 // as a whole-shard file; one that read half, or every byte but not in one
-// run, does not.
+// run, does not, nor does a one-shot read of all of it.
 func TestReadWholeTellsTheCache(t *testing.T) {
 	ctx := testContext(t)
 	cfg := smallConfig()
 	c := &blockCache{data: map[string][]byte{}, blockSize: cfg.BlockSize}
-	s := newTestScheduler(t, cfg, &fakeFetcher{}, c)
+	s := newTestEngine(t, cfg, &fakeFetcher{}, c)
 	obj := fakeObject("shard", 40*cfg.BlockSize+100)
 	read := func(offs ...int64) {
-		r := s.OpenReader(obj, false, 0)
+		r := s.OpenReader(obj, len(offs) == 0, 0)
+		if len(offs) == 0 { // one-shot: one read of every byte
+			offs = []int64{0}
+		}
 		defer r.Close()
 		for _, off := range offs {
 			buf := make([]byte, min(cfg.BlockSize, obj.Size-off))
+			if r.oneShot {
+				buf = make([]byte, obj.Size)
+			}
 			if n, _, err := r.ReadAt(ctx, buf, off); err != nil && err != io.EOF || !bytes.Equal(buf[:n], wantBytes(obj, off, len(buf))) {
 				t.Fatalf("read at %d: %d bytes, %v", off, n, err)
 			}
@@ -235,8 +241,9 @@ func TestReadWholeTellsTheCache(t *testing.T) {
 	seeked := append(append(append([]int64{}, half...), rest[13:]...), rest[:13]...)
 	read(half...)
 	read(seeked...)
+	read()
 	if len(c.wholes) != 0 {
-		t.Fatalf("ReadWhole told of %v after half a read and a read of every byte in three runs", c.wholes)
+		t.Fatalf("ReadWhole told of %v after half a read, a read of every byte in three runs and a one-shot read of all of it", c.wholes)
 	}
 	read(all...)
 	if len(c.wholes) != 1 || c.wholes[0] != obj.Key {

@@ -49,7 +49,7 @@ func (q *scheduleQueue) readHorizon() uint64 { return q.readTo + scheduleReorder
 
 // readScheduledLocked records a read of r of obj against the ranges of
 // every owner that no part keeps.
-func (s *Scheduler) readScheduledLocked(obj store.Object, r Range) {
+func (s *Engine) readScheduledLocked(obj store.Object, r Range) {
 	sc := &s.sched
 	id := objectID{obj.Key, obj.ETag}
 	if r.Empty() || sc.objects[id] == 0 {
@@ -76,7 +76,7 @@ func (s *Scheduler) readScheduledLocked(obj store.Object, r Range) {
 
 // readRefsLocked has r read refs of obj, and returns those it did not
 // read whole; the others count as read.
-func (s *Scheduler) readRefsLocked(q *scheduleQueue, obj store.Object, refs []schedRef, r Range) (left []schedRef, passed bool) {
+func (s *Engine) readRefsLocked(q *scheduleQueue, obj store.Object, refs []schedRef, r Range) (left []schedRef, passed bool) {
 	left = refs[:0]
 	for _, ref := range refs {
 		if ref.left -= overlap(ref.r, r); ref.left > 0 {
@@ -93,7 +93,7 @@ func (s *Scheduler) readRefsLocked(q *scheduleQueue, obj store.Object, refs []sc
 // overlaps, and drops those read whole from their entries: parts made for
 // them later would keep them for a read that is over. An entry whose parts
 // are still to be made shrinks to the blocks of the ranges left.
-func (s *Scheduler) readQueuedLocked(owner uint64, q *scheduleQueue, id objectID, r Range) (passed, read bool) {
+func (s *Engine) readQueuedLocked(owner uint64, q *scheduleQueue, id objectID, r Range) (passed, read bool) {
 	sc := &s.sched
 	horizon := q.readHorizon()
 	for i, seen := 0, 0; i < len(q.entries) && seen < scheduleReadScan && q.entries[i].refs[0].seq < horizon; i++ {
@@ -132,7 +132,7 @@ func (s *Scheduler) readQueuedLocked(owner uint64, q *scheduleQueue, id objectID
 }
 
 // readUnkeptLocked has r read the unkept ranges of q that it overlaps.
-func (s *Scheduler) readUnkeptLocked(q *scheduleQueue, id objectID, r Range) (passed, read bool) {
+func (s *Engine) readUnkeptLocked(q *scheduleQueue, id objectID, r Range) (passed, read bool) {
 	horizon, k := q.readHorizon(), 0
 	for k < min(len(q.unkept), scheduleReadScan) && q.unkept[k].ref.seq < horizon {
 		k++
@@ -160,7 +160,7 @@ func (s *Scheduler) readUnkeptLocked(q *scheduleQueue, id objectID, r Range) (pa
 // rangeReadLocked counts ref, of obj, read: it is no longer queued or
 // kept, and its owner has read that far. It reports whether that moved
 // the owner on.
-func (s *Scheduler) rangeReadLocked(q *scheduleQueue, obj store.Object, ref schedRef) bool {
+func (s *Engine) rangeReadLocked(q *scheduleQueue, obj store.Object, ref schedRef) bool {
 	s.countRangesLocked(obj, -1)
 	if ref.seq < q.readTo {
 		return false
@@ -171,7 +171,7 @@ func (s *Scheduler) rangeReadLocked(q *scheduleQueue, obj store.Object, ref sche
 
 // leaveUnkeptLocked puts the ranges of e, just placed, that no part was
 // given to keep in q's unkept list, where reads reach them.
-func (s *Scheduler) leaveUnkeptLocked(q *scheduleQueue, e *schedEntry) {
+func (s *Engine) leaveUnkeptLocked(q *scheduleQueue, e *schedEntry) {
 	for _, ref := range e.refs {
 		if !ref.kept {
 			q.unkept = append(q.unkept, unkeptRef{obj: e.obj, ref: ref})
@@ -185,7 +185,7 @@ func (s *Scheduler) leaveUnkeptLocked(q *scheduleQueue, e *schedEntry) {
 // read past, or all of them when the owner has been idle scheduleHoldFor:
 // a loader that stopped must not keep its objects named for ever. It
 // reports whether it dropped any.
-func (s *Scheduler) dropUnkeptLocked(q *scheduleQueue, now time.Time) bool {
+func (s *Engine) dropUnkeptLocked(q *scheduleQueue, now time.Time) bool {
 	n := 0
 	idle := now.Sub(q.active) > scheduleHoldFor
 	for n < len(q.unkept) && (idle || q.passed(q.unkept[n].ref)) {

@@ -11,7 +11,7 @@ import (
 
 // readScheduled reads r through a handle of its own, as a map-style
 // loader does a sample, and fails the test on an error or a wrong byte.
-func readScheduled(t *testing.T, s *Scheduler, r Scheduled) {
+func readScheduled(t *testing.T, s *Engine, r Scheduled) {
 	t.Helper()
 	rd := s.OpenReader(r.Obj, false, 0)
 	defer rd.Close()
@@ -32,7 +32,7 @@ func TestScheduledSamplesTheRAMTierHoldsAreTheSchedulesUntilRead(t *testing.T) {
 	cfg.Memory = 64 * mib // 32 MiB is not small next to it: dense once 8 blocks are touched
 	c := newRingCache(t, cfg.BlockSize, 64*mib)
 	f := &fakeFetcher{}
-	s := newTestScheduler(t, cfg, f, c)
+	s := newTestEngine(t, cfg, f, c)
 	obj := fakeObject("epoch.tar", 32*mib)
 	c.Put(obj, 0, wantBytes(obj, 0, int(8*mib)), cache.ForRandomRead) // blocks 0-7 in RAM
 	ranges := []Scheduled{{Obj: obj, Off: 8*mib + 5, Len: 100 * kib}} // block 8: a part keeps it
@@ -73,7 +73,7 @@ func TestScheduledSampleReadBeforeItsPartIsNotFetchedAgain(t *testing.T) {
 	cfg := DefaultConfig()
 	cfg.Memory = 16 * mib // a window of 8 one-block parts
 	f := &fakeFetcher{}
-	s := newTestScheduler(t, cfg, f, nil)
+	s := newTestEngine(t, cfg, f, nil)
 	obj := fakeObject("big.tar", 1<<30) // large next to the budget: its parts keep their ranges
 	var ranges []Scheduled
 	for i := range int64(8) { // the window: blocks 0, 2, ... 14, a part each
@@ -104,14 +104,14 @@ func TestScheduledSampleReadBeforeItsPartIsNotFetchedAgain(t *testing.T) {
 // for ever: once its owner has been idle scheduleHoldFor, the next
 // schedule event drops the ranges no part keeps, and reads of the object
 // are the density rule's again. The test runs in a synctest bubble: the
-// scheduler's clock is the bubble's fake one, which moves only when the
+// engine's clock is the bubble's fake one, which moves only when the
 // test sleeps.
 func TestUnkeptRangesOfAnIdleOwnerAreDropped(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		cfg := DefaultConfig()
 		cfg.Memory = 64 * mib
 		c := newRingCache(t, cfg.BlockSize, 64*mib)
-		s := newTestScheduler(t, cfg, &fakeFetcher{}, c)
+		s := newTestEngine(t, cfg, &fakeFetcher{}, c)
 		obj := fakeObject("stopped.tar", 32*mib)
 		c.Put(obj, 0, wantBytes(obj, 0, int(8*mib)), cache.ForRandomRead) // blocks 0-7 in RAM: no part
 		var ranges []Scheduled

@@ -74,7 +74,7 @@ const MaxScheduledRanges = 1 << 16
 // until one empties.
 const maxScheduleOwners = 1024
 
-// schedule is the state of the sample schedule. Guarded by Scheduler.mu.
+// schedule is the state of the sample schedule. Guarded by Engine.mu.
 type schedule struct {
 	owners  map[uint64]*scheduleQueue
 	turn    []uint64         // owners with queued ranges, served in turn from turn[0]
@@ -132,7 +132,7 @@ func overlap(a, b Range) int64 { return max(min(a.End, b.End)-max(a.Start, b.Sta
 
 // countRangesLocked adds n to the ranges queued or kept, in all and for
 // obj. An object stays named, at zero, until the whole schedule is spent.
-func (s *Scheduler) countRangesLocked(obj store.Object, n int) {
+func (s *Engine) countRangesLocked(obj store.Object, n int) {
 	sc := &s.sched
 	sc.ranges += n
 	id := objectID{obj.Key, obj.ETag}
@@ -149,7 +149,7 @@ func (s *Scheduler) countRangesLocked(obj store.Object, n int) {
 // an object whose other samples were read already (its range let go as
 // passed, or its part gone) is still the loader's, and turned the object
 // dense at the end of an epoch.
-func (s *Scheduler) scheduledLocked(o *object) bool {
+func (s *Engine) scheduledLocked(o *object) bool {
 	_, named := s.sched.objects[objectID{o.obj.Key, o.obj.ETag}]
 	return named
 }
@@ -202,7 +202,7 @@ func trimOverlap(prev, r Range) (Range, bool) {
 
 // Schedule queues ranges owner will read, in that order, and starts
 // fetching them as the budget allows.
-func (s *Scheduler) Schedule(owner uint64, ranges []Scheduled) ScheduleResult {
+func (s *Engine) Schedule(owner uint64, ranges []Scheduled) ScheduleResult {
 	res := ScheduleResult{FirstOverlapping: -1, FirstFull: -1}
 	full := func(i int) {
 		if res.Full == 0 {
@@ -282,7 +282,7 @@ func (s *Scheduler) Schedule(owner uint64, ranges []Scheduled) ScheduleResult {
 // pumpScheduleLocked makes the parts of queued ranges, one entry per owner
 // in turn, while the schedule's parts take at most half the budget and no
 // read waits for budget.
-func (s *Scheduler) pumpScheduleLocked() {
+func (s *Engine) pumpScheduleLocked() {
 	sc := &s.sched
 	if sc.pumping {
 		sc.again = true
@@ -338,7 +338,7 @@ func scheduleSlots(concurrency int) int { return max(concurrency/2, 1) }
 
 // placeLocked makes the parts of e's blocks that have none, or gives the
 // parts there e's ranges to keep, and reports whether all of e is placed.
-func (s *Scheduler) placeLocked(e *schedEntry, afford func(int64) bool) bool {
+func (s *Engine) placeLocked(e *schedEntry, afford func(int64) bool) bool {
 	o := s.objectLocked(e.obj)
 	defer s.tidyLocked(o)
 	e.started = true
@@ -418,13 +418,13 @@ func (s *Scheduler) placeLocked(e *schedEntry, afford func(int64) bool) bool {
 // the epoch (its 8 MiB hold samples from every window), the window filled
 // with such parts, and the schedule stopped fetching while reads of the
 // parts it had not made went to the store one block at a time.
-func (s *Scheduler) widensLocked(o *object) bool {
+func (s *Engine) widensLocked(o *object) bool {
 	return s.cache != nil && o.obj.Size <= s.cfg.Memory/smallObjectDivisor
 }
 
 // keepForScheduleLocked has p keep the refs that overlap it until read,
 // and marks them kept.
-func (s *Scheduler) keepForScheduleLocked(p *part, refs []schedRef) {
+func (s *Engine) keepForScheduleLocked(p *part, refs []schedRef) {
 	for i, ref := range refs {
 		kept := slices.ContainsFunc(p.sched, func(k schedRef) bool { return k.owner == ref.owner && k.seq == ref.seq })
 		if ref.left = overlap(ref.r, Range{p.off, p.end}); ref.left > 0 && !kept {
@@ -443,7 +443,7 @@ func (s *Scheduler) keepForScheduleLocked(p *part, refs []schedRef) {
 // it reaches the last unread bytes of are read, their owners have read
 // that far, and p is let go when nothing else keeps it. (A large sample
 // comes in several reads, in any order: the part stays for all of them.)
-func (s *Scheduler) consumeScheduleLocked(p *part, r Range) {
+func (s *Engine) consumeScheduleLocked(p *part, r Range) {
 	if len(p.sched) == 0 || r.Empty() {
 		return
 	}
@@ -490,7 +490,7 @@ const scheduleHoldFor = 30 * time.Second
 // unkept lists, the ranges their owner has read past without reading them
 // (they will not be read soon), the ranges of scheduled parts that arrived
 // scheduleHoldFor ago, and the unkept ranges of owners idle that long.
-func (s *Scheduler) dropPassedLocked() {
+func (s *Engine) dropPassedLocked() {
 	s.sched.moved, s.sched.sweep = 0, false
 	var freed []*part
 	var owners []uint64
@@ -529,7 +529,7 @@ func (s *Scheduler) dropPassedLocked() {
 }
 
 // releaseScheduledLocked lets p go once it keeps no scheduled range.
-func (s *Scheduler) releaseScheduledLocked(p *part) {
+func (s *Engine) releaseScheduledLocked(p *part) {
 	if len(p.sched) > 0 {
 		return
 	}
@@ -538,7 +538,7 @@ func (s *Scheduler) releaseScheduledLocked(p *part) {
 }
 
 // dropScheduleOfLocked forgets the ranges p keeps: it is being removed.
-func (s *Scheduler) dropScheduleOfLocked(p *part) {
+func (s *Engine) dropScheduleOfLocked(p *part) {
 	for _, ref := range p.sched {
 		if q := s.sched.owners[ref.owner]; q != nil {
 			q.held--
@@ -554,7 +554,7 @@ func (s *Scheduler) dropScheduleOfLocked(p *part) {
 }
 
 // forgetOwnerLocked drops owner's queue once it has nothing queued or held.
-func (s *Scheduler) forgetOwnerLocked(owner uint64) {
+func (s *Engine) forgetOwnerLocked(owner uint64) {
 	if q := s.sched.owners[owner]; q != nil && len(q.entries) == 0 && q.held == 0 && len(q.unkept) == 0 {
 		delete(s.sched.owners, owner)
 	}
@@ -562,7 +562,7 @@ func (s *Scheduler) forgetOwnerLocked(owner uint64) {
 
 // heldBySchedule reports whether [off, end) of obj lies in one part kept
 // for the schedule: the read is answered from the part (source.go).
-func (s *Scheduler) heldBySchedule(obj store.Object, off, end int64) bool {
+func (s *Engine) heldBySchedule(obj store.Object, off, end int64) bool {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if len(s.sched.parts) == 0 {
@@ -578,7 +578,7 @@ func (s *Scheduler) heldBySchedule(obj store.Object, off, end int64) bool {
 
 // newestScheduledLocked is the part made last for the schedule that no
 // read is using, for eviction; nil when none.
-func (s *Scheduler) newestScheduledLocked() *part {
+func (s *Engine) newestScheduledLocked() *part {
 	var best *part
 	for p := range s.sched.parts {
 		if p.pins == 0 && p.why.scheduled() && len(p.holders) == 0 && (best == nil || p.schedMade > best.schedMade) {

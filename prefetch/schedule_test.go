@@ -98,7 +98,7 @@ func TestScheduleCoalescesNeighbouringRangesIntoGETs(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			f := &fakeFetcher{}
-			s := newTestScheduler(t, DefaultConfig(), f, nil)
+			s := newTestEngine(t, DefaultConfig(), f, nil)
 			res := s.Schedule(1, tc.ranges)
 			settledStats(t, s)
 			if res.Queued != tc.queued || res.Overlapping != tc.overlap || res.Full != 0 {
@@ -121,7 +121,7 @@ func TestScheduledEpochFetchesEachBlockOnceAndFreesWhatWasRead(t *testing.T) {
 	cfg.Memory = 32 * mib // a window of 16 MiB: much less than the data
 	c := newRingCache(t, cfg.BlockSize, 64*mib)
 	f := &fakeFetcher{}
-	s := newTestScheduler(t, cfg, f, c)
+	s := newTestEngine(t, cfg, f, c)
 	var ranges []Scheduled
 	var total int64
 	for i := range 4 {
@@ -168,7 +168,7 @@ func TestScheduleNobodyReadsStaysWithinItsBounds(t *testing.T) {
 	cfg := DefaultConfig()
 	cfg.Memory = 16 * mib
 	f := &fakeFetcher{}
-	s := newTestScheduler(t, cfg, f, nil)
+	s := newTestEngine(t, cfg, f, nil)
 	huge := fakeObject("huge.tar", 1<<40)
 	const n = MaxScheduledRanges + 5000
 	ranges := make([]Scheduled, n)
@@ -209,7 +209,7 @@ func TestScheduleRefusesOwnersPastTheCap(t *testing.T) {
 	cfg := DefaultConfig()
 	cfg.Memory = 16 * mib
 	f := &fakeFetcher{hold: make(chan struct{})}
-	s := newTestScheduler(t, cfg, f, nil)
+	s := newTestEngine(t, cfg, f, nil)
 	obj := fakeObject("a.tar", 1<<40)
 	full := 0
 	for owner := range uint64(maxScheduleOwners + 3) {
@@ -226,7 +226,7 @@ func TestScheduleDropsRangesTheReaderWentPast(t *testing.T) {
 	cfg := DefaultConfig()
 	cfg.Memory = 16 * mib // a window of 8 one-block parts
 	f := &fakeFetcher{}
-	s := newTestScheduler(t, cfg, f, nil)
+	s := newTestEngine(t, cfg, f, nil)
 	obj := fakeObject("a.tar", 256*mib)
 	var ranges []Scheduled
 	for i := range 7 { // ranges 0-6: a part each
@@ -283,7 +283,7 @@ func TestScheduleDropsRangesTheReaderWentPast(t *testing.T) {
 // one GET of its bytes, whatever order the reads come in.
 func TestScheduledRangeReadInPiecesIsFetchedOnce(t *testing.T) {
 	f := &fakeFetcher{}
-	s := newTestScheduler(t, DefaultConfig(), f, nil)
+	s := newTestEngine(t, DefaultConfig(), f, nil)
 	obj := fakeObject("big-samples.tar", 64*mib)
 	sample := Scheduled{Obj: obj, Off: 8 * mib, Len: 4 * mib}
 	s.Schedule(1, []Scheduled{sample})
@@ -329,7 +329,7 @@ func TestScheduleOfASmallShardFetchesWholeParts(t *testing.T) {
 			if tc.cache {
 				sink = newRingCache(t, cfg.BlockSize, 64*mib)
 			}
-			s := newTestScheduler(t, cfg, f, sink)
+			s := newTestEngine(t, cfg, f, sink)
 			s.Schedule(1, ranges)
 			settledStats(t, s)
 			if g, n := f.gets.Load(), f.askedBytes.Load(); g != tc.gets || n != tc.bytes {
@@ -367,7 +367,7 @@ func TestScheduleOverCachedBlocksCopiesOnlyWhatTheRAMTierLacks(t *testing.T) {
 			f := &fakeFetcher{}
 			c := newRingCache(t, cfg.BlockSize, 64*mib)
 			c.Put(obj, 0, wantBytes(obj, 0, int(obj.Size)), tc.placement)
-			s := newTestScheduler(t, cfg, f, c)
+			s := newTestEngine(t, cfg, f, c)
 			s.Schedule(1, ranges)
 			st := settledStats(t, s)
 			if st.ScheduleParts != tc.parts || st.CacheBytes != tc.cacheBytes {
@@ -404,7 +404,7 @@ func TestScheduleOfSmallShardsLetsPartsGoOnceCached(t *testing.T) {
 	cfg.Memory = 64 * mib // the schedule's half: four 8 MiB parts; a shard of 8 MiB is small
 	c := newRingCache(t, cfg.BlockSize, 128*mib)
 	f := &fakeFetcher{}
-	s := newTestScheduler(t, cfg, f, c)
+	s := newTestEngine(t, cfg, f, c)
 	var ranges []Scheduled
 	for i := range 8 {
 		ranges = append(ranges, Scheduled{Obj: fakeObject(fmt.Sprintf("s%d.tar", i), 8*mib), Off: 5, Len: 100 * kib})
@@ -441,7 +441,7 @@ func TestScheduleLeavesHalfTheGETSlotsToReads(t *testing.T) {
 	release := make(chan struct{})
 	big := fakeObject("big.tar", 1<<30) // large next to the budget: its parts keep their ranges
 	f := &fakeFetcher{hold: release, holdIf: func(obj store.Object, _ int64) bool { return obj.Key == big.Key }}
-	s := newTestScheduler(t, cfg, f, nil)
+	s := newTestEngine(t, cfg, f, nil)
 	var ranges []Scheduled
 	for i := range 6 {
 		ranges = append(ranges, Scheduled{Obj: big, Off: int64(i) * 16 * mib, Len: 4 * kib})
@@ -459,7 +459,7 @@ func TestScheduleLeavesHalfTheGETSlotsToReads(t *testing.T) {
 		t.Fatalf("a read beside the schedule: n=%d err=%v, or wrong bytes", n, err)
 	}
 	close(release)
-	// Every scheduled GET ran once the scheduler settled: each that ended
+	// Every scheduled GET ran once the engine settled: each that ended
 	// started the next.
 	settledStats(t, s)
 	for i := range int64(6) {

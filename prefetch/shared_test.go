@@ -16,7 +16,7 @@ func TestSharedBytesStayPutUntilReleased(t *testing.T) {
 	ctx := testContext(t)
 	cfg := smallConfig()
 	cfg.Memory = 4 * cfg.PartSize
-	s := newTestScheduler(t, cfg, &fakeFetcher{}, nil)
+	s := newTestEngine(t, cfg, &fakeFetcher{}, nil)
 	obj := fakeObject("lent", 64*cfg.PartSize)
 	st := s.Open(obj)
 
@@ -47,7 +47,7 @@ func TestSharedBytesStayPutUntilReleased(t *testing.T) {
 func TestAReadSpanningPartsIsCopied(t *testing.T) {
 	ctx := testContext(t)
 	cfg := smallConfig()
-	s := newTestScheduler(t, cfg, &fakeFetcher{}, nil)
+	s := newTestEngine(t, cfg, &fakeFetcher{}, nil)
 	obj := fakeObject("span", 8*cfg.PartSize)
 	st := s.Open(obj)
 	defer st.Close()
@@ -73,7 +73,7 @@ func TestManyReadersLendingBytesShareATightBudget(t *testing.T) {
 	ctx := testContext(t)
 	cfg := smallConfig()
 	cfg.Memory = 3 * cfg.PartSize
-	s := newTestScheduler(t, cfg, &fakeFetcher{}, nil)
+	s := newTestEngine(t, cfg, &fakeFetcher{}, nil)
 	var wg sync.WaitGroup
 	errs := make(chan error, 16)
 	for r := range 16 {

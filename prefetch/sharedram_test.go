@@ -33,7 +33,7 @@ func TestSharedRAMTierReadsAreCopiedOutOfTheSlot(t *testing.T) {
 			c.Put(obj, i, data[i*bs:(i+1)*bs], cache.ForRandomRead)
 		}
 		// No store: every read must come from the cache.
-		s := newTestScheduler(t, readerConfig(bs), nil, c)
+		s := newTestEngine(t, readerConfig(bs), nil, c)
 		r := s.OpenReader(obj, false, 0)
 		// The last two span blocks: copied out of both slots.
 		for _, off := range []int64{3*bs + 100, bs + 7, 2*bs + 4000, bs + 9, 2*bs - 50, bs - 4000} {

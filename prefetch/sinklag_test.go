@@ -67,7 +67,7 @@ func TestReadAheadSkipsASinkThatStalls(t *testing.T) {
 		cfg := lagConfig()
 		sink := &slowSink{recordingSink: newRecordingSink(t, cfg.BlockSize), open: make(chan struct{})}
 		openSink := sync.OnceFunc(func() { close(sink.open) })
-		s := newTestScheduler(t, cfg, &fakeFetcher{}, sink)
+		s := newTestEngine(t, cfg, &fakeFetcher{}, sink)
 		t.Cleanup(openSink) // before Close, which waits for the Sink
 		obj := fakeObject("stalled", 64*cfg.PartSize)
 		r := s.OpenReader(obj, false, 0)
@@ -104,7 +104,7 @@ func TestCacheFillerWaitsForASlowSink(t *testing.T) {
 				ctx := testContext(t)
 				cfg := lagConfig()
 				sink := &slowSink{recordingSink: newRecordingSink(t, cfg.BlockSize), delay: 2 * time.Millisecond}
-				s := newTestScheduler(t, cfg, &fakeFetcher{}, sink)
+				s := newTestEngine(t, cfg, &fakeFetcher{}, sink)
 				obj := fakeObject("slow", 32*cfg.PartSize)
 				r := s.OpenReader(obj, false, 0)
 				if fill {

@@ -44,7 +44,7 @@ func TestSmallRandomReadsOfARingBlockReadItOnce(t *testing.T) {
 		c := newRingCache(t, bs, 64*bs)
 		obj := fakeObject("shard-small.tar", 8*bs+512)
 		warmRing(t, c, obj)
-		s := newTestScheduler(t, readerConfig(bs), &fakeFetcher{}, c)
+		s := newTestEngine(t, readerConfig(bs), &fakeFetcher{}, c)
 		rng := rand.New(rand.NewPCG(1, uint64(sample)))
 		before := c.Stats().RingBytesRead
 		const reads = 100
@@ -87,7 +87,7 @@ func TestSmallRandomReadsWithTheRAMTierFullReadTheirChunks(t *testing.T) {
 	if free := c.RAMFree(); free >= bs {
 		t.Fatalf("the RAM tier has %d bytes free after it was filled", free)
 	}
-	s := newTestScheduler(t, readerConfig(bs), &fakeFetcher{}, c)
+	s := newTestEngine(t, readerConfig(bs), &fakeFetcher{}, c)
 	rng := rand.New(rand.NewPCG(2, 4096))
 	const reads, sample = 200, 4 << 10
 	before := c.Stats().RingBytesRead

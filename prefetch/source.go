@@ -213,7 +213,7 @@ func tierOf(fromRing bool) string {
 // starts at a block the RAM tier holds comes back empty, starting and
 // ending at that block, and a gap is cut before such a block. Called with
 // s.mu held.
-func (s *Scheduler) partSource(obj store.Object, gap Range, readAhead bool) (r Range, fromRing bool) {
+func (s *Engine) partSource(obj store.Object, gap Range, readAhead bool) (r Range, fromRing bool) {
 	if s.cache == nil || gap.Empty() {
 		return gap, false
 	}
@@ -235,7 +235,7 @@ func (s *Scheduler) partSource(obj store.Object, gap Range, readAhead bool) (r R
 // fellBackToStore records that p, made to be read from the ring, is
 // fetched from the store after all; before any fetched byte arrives, so
 // that reads do not count those as served from the cache.
-func (s *Scheduler) fellBackToStore(p *part) {
+func (s *Engine) fellBackToStore(p *part) {
 	s.mu.Lock()
 	p.fromRing = false
 	s.mu.Unlock()
@@ -246,7 +246,7 @@ func (s *Scheduler) fellBackToStore(p *part) {
 // serve is kept until its bytes are in the cache, when there is one: the
 // reader goes on to other blocks once its own bytes arrived; the block's
 // other samples are read later, from the cache.
-func (s *Scheduler) streamPurpose(forRead, sequential, fromRing bool) purpose {
+func (s *Engine) streamPurpose(forRead, sequential, fromRing bool) purpose {
 	switch {
 	case !forRead:
 		return forWindow
@@ -268,7 +268,7 @@ func (s *Scheduler) streamPurpose(forRead, sequential, fromRing bool) purpose {
 // otherwise fill the budget with them and hold every reader to the
 // disk's pace; a skipped block is fetched again on the next pass, when
 // the disk may take it.
-func (s *Scheduler) sinkLagsLocked(p *part, place cache.Placement) bool {
+func (s *Engine) sinkLagsLocked(p *part, place cache.Placement) bool {
 	return s.cfg.SkipLaggingSink && s.gets.fillers == 0 && place == cache.ForReadAhead &&
 		s.gets.sinking > 0 && s.gets.sinkingBytes+p.size > s.cfg.Memory/sinkLagShare
 }
@@ -277,7 +277,7 @@ func (s *Scheduler) sinkLagsLocked(p *part, place cache.Placement) bool {
 // blocks need, starts the background fetch of the rest of o when the
 // density rule says its random reads are dense, and reports whether they
 // are.
-func (s *Scheduler) noteRandomLocked(o *object, need Range, asked int64) (dense bool) {
+func (s *Engine) noteRandomLocked(o *object, need Range, asked int64) (dense bool) {
 	bs := s.cfg.BlockSize
 	blocks := ceilTo(o.obj.Size, bs) / bs
 	if !s.cfg.DenseRandom || need.Empty() || blocks > maxTrackedBlocks || s.scheduledLocked(o) {
@@ -325,7 +325,7 @@ func (s *Scheduler) noteRandomLocked(o *object, need Range, asked int64) (dense 
 // with four jobs made a sixth fewer GETs and ran 1.3-1.4x faster with it
 // (docs/BENCHMARKS.md, run 16). need is not empty: noteRandomLocked calls
 // no empty read dense.
-func (s *Scheduler) denseNeed(o *object, need Range) Range {
+func (s *Engine) denseNeed(o *object, need Range) Range {
 	need.End = min(max(need.End, ceilTo(need.Start+1, s.cfg.PartSize)), o.obj.Size)
 	return need
 }

@@ -1,7 +1,7 @@
 package prefetch
 
-// Stats are the scheduler's counters, for /.shardfs/stats and metrics.
-// Byte and part counts are totals since NewScheduler except InUseBytes,
+// Stats are the engine's counters, for /.shardfs/stats and metrics.
+// Byte and part counts are totals since NewEngine except InUseBytes,
 // ReadPins, Streams, CacheFillers and Running, which are current.
 type Stats struct {
 	Gets                  int64 // ranged GETs finished, successful or not

@@ -13,12 +13,12 @@ import (
 // its Policy. Its methods are safe for concurrent use (the kernel sends a
 // handle's reads in parallel).
 type Stream struct {
-	s      *Scheduler
+	s      *Engine
 	o      *object
 	obj    store.Object
 	opener Opener  // who opened it: next-shard read-ahead follows its order (openers.go)
 	policy *Policy // guarded by s.mu, like every field below
-	// since: Scheduler.opens before the streams open alongside this one
+	// since: Engine.opens before the streams open alongside this one
 	// were opened, as if they had opened just before it. Objects opened
 	// after it belong to this pass over the listing (spillLocked): readers
 	// that take shards in order open them in any order.
@@ -32,11 +32,11 @@ type Stream struct {
 // Open starts a stream over obj. If the start of obj was prefetched
 // because the previous object was being streamed or a loader hinted it, the
 // stream starts sequential with a window as wide as what is already there.
-func (s *Scheduler) Open(obj store.Object) *Stream { return s.OpenBy(obj, 0) }
+func (s *Engine) Open(obj store.Object) *Stream { return s.OpenBy(obj, 0) }
 
 // OpenBy is Open for a stream opened by opener, whose opens teach
 // next-shard read-ahead the order it takes objects in.
-func (s *Scheduler) OpenBy(obj store.Object, opener Opener) *Stream {
+func (s *Engine) OpenBy(obj store.Object, opener Opener) *Stream {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	st := &Stream{s: s, obj: obj, opener: opener, policy: NewPolicy(s.cfg, obj.Size), held: map[*part]struct{}{}}
@@ -67,7 +67,7 @@ func (s *Scheduler) OpenBy(obj store.Object, opener Opener) *Stream {
 }
 
 // extentLocked is how far from 0 the parts of o reach without a gap.
-func (s *Scheduler) extentLocked(o *object) int64 {
+func (s *Engine) extentLocked(o *object) int64 {
 	var end int64
 	for p := s.partAt(o, 0); p != nil && end < o.obj.Size; p = s.partAt(o, end) {
 		end = p.end
@@ -78,7 +78,7 @@ func (s *Scheduler) extentLocked(o *object) int64 {
 // ReadAt reads len(p) bytes at off, as io.ReaderAt: n < len(p) only at the
 // end of the object, with io.EOF. It waits while the budget is full and
 // fails only when the fetch fails (the error wraps the Fetcher's, e.g.
-// store.ErrChanged), ctx ends, or the stream or scheduler is closed.
+// store.ErrChanged), ctx ends, or the stream or engine is closed.
 func (st *Stream) ReadAt(ctx context.Context, p []byte, off int64) (int, error) {
 	n, _, err := st.ReadAtCached(ctx, p, off)
 	return n, err
@@ -315,7 +315,7 @@ func (st *Stream) serve(ctx context.Context, p *part, pos, end int64, sequential
 }
 
 // unpinLocked ends one read's pin on p, freeing p if nothing else keeps it.
-func (s *Scheduler) unpinLocked(p *part) {
+func (s *Engine) unpinLocked(p *part) {
 	p.pins--
 	s.stats.ReadPins--
 	s.releaseIfUnusedLocked(p)
@@ -361,7 +361,7 @@ func (st *Stream) awaitArrival(ctx context.Context, p *part, need int64) (time.D
 // over: the cache keeps the bytes, and a random reader will not come back
 // soon. A part still arriving stays held: the kernel splits one large read
 // into several requests, which follow the first into the same part.
-func (s *Scheduler) creditLocked(st *Stream, p *part, n int64, sequential bool) {
+func (s *Engine) creditLocked(st *Stream, p *part, n int64, sequential bool) {
 	read, ok := p.holders[st]
 	if !ok {
 		return

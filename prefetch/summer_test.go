@@ -22,7 +22,7 @@ func TestFetchedBlocksReachTheRingSummedOnArrival(t *testing.T) {
 	cfg := readerConfig(bs)
 	cfg.SkipLaggingSink = false
 	cfg.HeadSize = 6000 // a head that ends inside a grain
-	s := newTestScheduler(t, cfg, &fakeFetcher{report: 32 << 10}, c)
+	s := newTestEngine(t, cfg, &fakeFetcher{report: 32 << 10}, c)
 	seq := fakeObject("shard-seq.tar", 24*bs+777)
 	st := s.Open(seq)
 	readAll(ctx, t, st, seq, 100_000)

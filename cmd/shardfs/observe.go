@@ -63,7 +63,7 @@ func registerCacheMetrics(m *metrics.Metrics, c *cache.Cache) {
 
 // registerPrefetchMetrics exposes read-ahead: what it fetched, what reads
 // waited for, and how much of the budget it holds.
-func registerPrefetchMetrics(m *metrics.Metrics, s *prefetch.Scheduler) {
+func registerPrefetchMetrics(m *metrics.Metrics, s *prefetch.Engine) {
 	stat := statsOf(s.Stats)
 	m.CounterFunc("shardfs_prefetch_fetched_bytes_total", "Bytes fetched by read-ahead parts.", stat(func(s prefetch.Stats) float64 { return float64(s.FetchedBytes) }))
 	m.CounterFunc("shardfs_prefetch_cache_bytes_total", "Bytes read-ahead parts read from the disk cache instead of the store.", stat(func(s prefetch.Stats) float64 { return float64(s.CacheBytes) }))

@@ -24,7 +24,7 @@ type mountWiring struct {
 	root     *shardfs.Root
 	metrics  *metrics.Metrics
 	cache    *cache.Cache
-	prefetch *prefetch.Scheduler
+	prefetch *prefetch.Engine
 	kernel   shardfs.KernelOptions
 	closers  []func()
 }

@@ -5,12 +5,12 @@ package prefetch
 //
 //	Reader.mu        a handle's stream: its creation and release (reader.go)
 //	lastBlock.mu     a handle's kept cache block; the cache's locks inside
-//	Scheduler.mu     budget, registry, GET slots, every part and stream
+//	Engine.mu     budget, registry, GET slots, every part and stream
 //	arrival.mu       a part's arrived bytes (arrival.go); also taken alone
-//	cache locks      Cache.Lookup runs under Scheduler.mu; Put and ReadAt
+//	cache locks      Cache.Lookup runs under Engine.mu; Put and ReadAt
 //	                 run outside it, from the goroutine of a GET
 //
-// Nothing calls back into the Scheduler while holding arrival.mu or a
+// Nothing calls back into the Engine while holding arrival.mu or a
 // cache lock.
 
 import (
@@ -52,9 +52,9 @@ type keeper interface {
 }
 
 // Cache is a Sink that can also say which blocks it holds and read them
-// back; cache.Cache satisfies it. When the Sink given to NewScheduler is a
+// back; cache.Cache satisfies it. When the Sink given to NewEngine is a
 // Cache, reads are served from it and parts are read from it as source.go
-// decides. Lookup is called with the scheduler's lock held and must not
+// decides. Lookup is called with the engine's lock held and must not
 // call back.
 type Cache interface {
 	Sink
@@ -83,19 +83,19 @@ type Cache interface {
 	ReadWhole(obj store.Object)
 }
 
-// ErrClosed is returned by reads on a closed Stream or Scheduler.
+// ErrClosed is returned by reads on a closed Stream or Engine.
 var ErrClosed = errors.New("prefetch: closed")
 
 // maxQueuedHints bounds the hint schedule; hints past it are dropped.
 const maxQueuedHints = 4096
 
-// Scheduler runs the GETs of every Stream within one memory budget. Its
+// Engine runs the GETs of every Stream within one memory budget. Its
 // state has three owners, each in its own file and all guarded by mu:
 // budget (budget.go: what parts are charged and who waits for room),
 // registry (part.go: objects, their parts, the streams and the listing
 // order) and gets (gets.go: the GET slots and their queues). GETs and Sink
 // calls run outside mu.
-type Scheduler struct {
+type Engine struct {
 	cfg   Config
 	fetch Fetcher
 	sink  Sink
@@ -121,9 +121,9 @@ type Scheduler struct {
 	onBudgetWait, onPartWait func()
 }
 
-// NewScheduler starts a scheduler. cfg must be valid (check with Validate
+// NewEngine starts an engine. cfg must be valid (check with Validate
 // first); a nil log discards.
-func NewScheduler(cfg Config, f Fetcher, sink Sink, log *slog.Logger) *Scheduler {
+func NewEngine(cfg Config, f Fetcher, sink Sink, log *slog.Logger) *Engine {
 	if err := cfg.Validate(); err != nil {
 		panic("prefetch: " + err.Error())
 	}
@@ -133,7 +133,7 @@ func NewScheduler(cfg Config, f Fetcher, sink Sink, log *slog.Logger) *Scheduler
 	ctx, cancel := context.WithCancel(context.Background())
 	cache, _ := sink.(Cache)
 	shared, _ := sink.(interface{ SharesRAM() bool })
-	return &Scheduler{
+	return &Engine{
 		cfg: cfg, fetch: f, sink: sink, cache: cache, log: log, ctx: ctx, cancel: cancel,
 		sharedRAM: shared != nil && shared.SharesRAM(),
 		budget:    budget{released: make(chan struct{})},
@@ -148,11 +148,11 @@ func NewScheduler(cfg Config, f Fetcher, sink Sink, log *slog.Logger) *Scheduler
 }
 
 // Config returns the configuration in effect.
-func (s *Scheduler) Config() Config { return s.cfg }
+func (s *Engine) Config() Config { return s.cfg }
 
 // Close cancels every GET, fails every waiting read with ErrClosed, and
-// returns once no goroutine of the scheduler is left.
-func (s *Scheduler) Close() {
+// returns once no goroutine of the engine is left.
+func (s *Engine) Close() {
 	s.mu.Lock()
 	if !s.closed {
 		s.closed = true
@@ -177,13 +177,13 @@ func (s *Scheduler) Close() {
 // one object prefetches the start of the next ones. A listing is sorted by
 // key; objs is kept, not copied (the caller never changes it), and an
 // object is found in it by binary search: a million-key listing costs the
-// scheduler 8 bytes a key, not a copy and a map.
+// engine 8 bytes a key, not a copy and a map.
 //
 // A new listing (every refresh) keeps when each key still listed was last
 // opened: forgotten, every shard read so far in the pass would look
 // unread, and the spill of the streams still reading would fetch them
 // again.
-func (s *Scheduler) SetOrder(objs []store.Object) {
+func (s *Engine) SetOrder(objs []store.Object) {
 	if !slices.IsSortedFunc(objs, byKey) {
 		objs = slices.Clone(objs)
 		slices.SortFunc(objs, byKey)
@@ -210,7 +210,7 @@ func (r *registry) indexOf(key string) (int, bool) {
 // Hint queues the loader's schedule: the start of each object is
 // prefetched, in order, as the budget allows. Objects already open or
 // already prefetched are skipped.
-func (s *Scheduler) Hint(objs ...store.Object) {
+func (s *Engine) Hint(objs ...store.Object) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.closed {
@@ -226,7 +226,7 @@ func (s *Scheduler) Hint(objs ...store.Object) {
 }
 
 // Stats returns a snapshot of the counters.
-func (s *Scheduler) Stats() Stats {
+func (s *Engine) Stats() Stats {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	st := s.stats
@@ -240,7 +240,7 @@ func (s *Scheduler) Stats() Stats {
 }
 
 // notifyLocked wakes every read waiting for budget.
-func (s *Scheduler) notifyLocked() {
+func (s *Engine) notifyLocked() {
 	close(s.budget.released)
 	s.budget.released = make(chan struct{})
 }

@@ -39,10 +39,10 @@ func testContext(t *testing.T) context.Context {
 	return ctx
 }
 
-// newTestScheduler starts a scheduler that the test closes, and checks on
+// newTestEngine starts an engine that the test closes, and checks on
 // cleanup that no GET outlives Close.
-func newTestScheduler(t *testing.T, cfg Config, f Fetcher, sink Sink) *Scheduler {
-	s := NewScheduler(cfg, f, sink, nil)
+func newTestEngine(t *testing.T, cfg Config, f Fetcher, sink Sink) *Engine {
+	s := NewEngine(cfg, f, sink, nil)
 	t.Cleanup(func() {
 		s.Close()
 		if ff, ok := f.(*fakeFetcher); ok && ff.running() != 0 {
@@ -68,7 +68,7 @@ func TestSequentialReadServesEveryByteAndFetchesEachOnce(t *testing.T) {
 	}
 	sink := newRecordingSink(t, cfg.BlockSize)
 	sink.content = func(_ store.Object, off int64, n int) []byte { return data[off : off+int64(n)] }
-	s := newTestScheduler(t, cfg, mem, sink)
+	s := newTestEngine(t, cfg, mem, sink)
 	st := s.Open(obj)
 	defer st.Close()
 
@@ -105,7 +105,7 @@ func TestRandomSmallReadsFetchAtMostTwoBlocksEach(t *testing.T) {
 	ctx := testContext(t)
 	cfg := DefaultConfig() // 1 MiB blocks, 8 MiB parts
 	f := &fakeFetcher{}
-	s := newTestScheduler(t, cfg, f, nil)
+	s := newTestEngine(t, cfg, f, nil)
 	obj := fakeObject("big.tar", 1<<30)
 	st := s.Open(obj)
 	defer st.Close()
@@ -128,7 +128,7 @@ func TestInterleavedSequentialAndRandomReadersOnOneObject(t *testing.T) {
 	cfg := smallConfig()
 	f := &fakeFetcher{}
 	sink := newRecordingSink(t, cfg.BlockSize)
-	s := newTestScheduler(t, cfg, f, sink)
+	s := newTestEngine(t, cfg, f, sink)
 	obj := fakeObject("mixed.tar", 1<<20+777)
 	var wg sync.WaitGroup
 	for i := range 4 {
@@ -162,7 +162,7 @@ func TestManyStreamsOverFewObjects(t *testing.T) {
 	cfg.Memory = 128 << 10
 	f := &fakeFetcher{}
 	sink := newRecordingSink(t, cfg.BlockSize)
-	s := newTestScheduler(t, cfg, f, sink)
+	s := newTestEngine(t, cfg, f, sink)
 	objs := make([]store.Object, 16)
 	for i := range objs {
 		objs[i] = fakeObject(fmt.Sprintf("shard-%02d.tar", i), int64(100<<10+i*4099))
@@ -209,7 +209,7 @@ func TestBudgetFullMeansWaitNotError(t *testing.T) {
 	cfg := smallConfig()
 	cfg.Memory = cfg.PartSize
 	f := &fakeFetcher{hold: make(chan struct{}), started: make(chan string, 100)}
-	s := newTestScheduler(t, cfg, f, nil)
+	s := newTestEngine(t, cfg, f, nil)
 	waiting := make(chan struct{}, 10)
 	s.onBudgetWait = func() { waiting <- struct{}{} }
 	a, b := fakeObject("a", 1<<20), fakeObject("b", 1<<20)
@@ -240,7 +240,7 @@ func TestTinyBudgetManyReaders(t *testing.T) {
 	cfg := smallConfig()
 	cfg.Memory = cfg.PartSize
 	f := &fakeFetcher{}
-	s := newTestScheduler(t, cfg, f, nil)
+	s := newTestEngine(t, cfg, f, nil)
 	var wg sync.WaitGroup
 	for i := range 16 {
 		obj := fakeObject(fmt.Sprintf("o%d", i), 200<<10+int64(i))
@@ -261,7 +261,7 @@ func TestTinyBudgetManyReaders(t *testing.T) {
 func TestTwoStreamsShareOneGET(t *testing.T) {
 	ctx := testContext(t)
 	f := &fakeFetcher{hold: make(chan struct{}), started: make(chan string, 100)}
-	s := newTestScheduler(t, smallConfig(), f, nil)
+	s := newTestEngine(t, smallConfig(), f, nil)
 	partWaits := make(chan struct{}, 10)
 	s.onPartWait = func() { partWaits <- struct{}{} }
 	obj := fakeObject("shared", 1<<20)
@@ -297,7 +297,7 @@ func TestCloseCancelsFetchesAndStopsEverything(t *testing.T) {
 		before := bubbleGoroutines(t)
 		cfg := smallConfig()
 		f := &fakeFetcher{hold: make(chan struct{}), started: make(chan string, 1000)}
-		s := NewScheduler(cfg, f, nil, nil)
+		s := NewEngine(cfg, f, nil, nil)
 		errs := make(chan error, 8)
 		for i := range 8 {
 			obj := fakeObject(fmt.Sprintf("o%d", i), 1<<20)
@@ -329,7 +329,7 @@ func TestCloseCancelsFetchesAndStopsEverything(t *testing.T) {
 		st.Close()
 		synctest.Wait()
 		if n := bubbleGoroutines(t); n > before {
-			t.Fatalf("%d goroutines after Close and the reads it failed, %d before the scheduler started", n, before)
+			t.Fatalf("%d goroutines after Close and the reads it failed, %d before the engine started", n, before)
 		}
 	})
 }
@@ -342,7 +342,7 @@ func TestStreamCloseCancelsItsReadAheadAndFreesBudget(t *testing.T) {
 	f := &fakeFetcher{hold: make(chan struct{}), holdIf: func(o store.Object, off int64) bool {
 		return o.Key == "a" && off >= answered
 	}}
-	s := newTestScheduler(t, cfg, f, nil)
+	s := newTestEngine(t, cfg, f, nil)
 	a := fakeObject("a", 4<<20)
 	sa := s.Open(a)
 	readAll(ctx, t, sa, fakeObject("a", answered), 4096)
@@ -370,7 +370,7 @@ func TestFetchErrorsSurfaceWrapped(t *testing.T) {
 	mem.Put("a", make([]byte, 100<<10))
 	obj, _ := mem.Stat(ctx, "a")
 	mem.Put("a", []byte("a different version"))
-	s := newTestScheduler(t, cfg, mem, nil)
+	s := newTestEngine(t, cfg, mem, nil)
 	st := s.Open(obj)
 	if _, err := st.ReadAt(ctx, make([]byte, 10), 0); !errors.Is(err, store.ErrChanged) {
 		t.Fatalf("read of a changed object: %v, want store.ErrChanged", err)
@@ -410,7 +410,7 @@ func TestAFailedRangeGetsOneAttempt(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		s := newTestScheduler(t, cfg, retry, nil)
+		s := newTestEngine(t, cfg, retry, nil)
 		read := func() (time.Duration, error) {
 			st := s.Open(obj)
 			defer st.Close()
@@ -451,7 +451,7 @@ func TestAFailedRangeGetsOneAttempt(t *testing.T) {
 
 func TestReadAtEdges(t *testing.T) {
 	ctx := testContext(t)
-	s := newTestScheduler(t, smallConfig(), &fakeFetcher{}, nil)
+	s := newTestEngine(t, smallConfig(), &fakeFetcher{}, nil)
 	obj := fakeObject("edge", 10000)
 	st := s.Open(obj)
 	defer st.Close()
@@ -474,7 +474,7 @@ func TestReadAtEdges(t *testing.T) {
 	cancelled, cancel := context.WithCancel(ctx)
 	cancel()
 	f := &fakeFetcher{hold: make(chan struct{})}
-	s2 := newTestScheduler(t, smallConfig(), f, nil)
+	s2 := newTestEngine(t, smallConfig(), f, nil)
 	st2 := s2.Open(obj)
 	defer st2.Close()
 	if _, err := st2.ReadAt(cancelled, make([]byte, 1), 0); !errors.Is(err, context.Canceled) {

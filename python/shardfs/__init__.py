@@ -16,10 +16,11 @@ Public names (stable; each also importable from its module):
     Client            shardfs.gpu       the GPU side interface: read_into(dst, path,
                                         offset, length) into numpy arrays, pinned or
                                         CUDA torch tensors (needs numpy)
+    GPUPrefetcher     shardfs.gpu       batches read into CUDA tensors a step ahead
 
 Only the standard library is required. torch is used when installed (the
 datasets are then torch Datasets; without it they are plain iterables and
-sequences); numpy is needed by shardfs.gpu alone. The datasets and the GPU
+sequences); numpy is needed by shardfs.gpu alone (its ABI names excepted). The datasets and the GPU
 client are imported on first use, so `import shardfs` is cheap.
 """
 
@@ -38,6 +39,7 @@ _LAZY = {
     "build_index": "mapstyle",
     "index_shard": "mapstyle",
     "Client": "gpu",
+    "GPUPrefetcher": "gpu",
 }
 
 __all__ = ["Hints", "write_hints", "SideFiles", "capabilities", "find_mount", "read_stats", "side_files",

@@ -1,4 +1,4 @@
-"""Client for the shardfs GPU side interface.
+"""Client: the GPU side interface of a shardfs mount, composed of its paths.
 
 Reads shard bytes from a shardfs mount without read(2): the daemon fills a
 shared-memory buffer this process registered (staged path), or hands out the
@@ -12,123 +12,26 @@ straight into GPU memory (direct path).
 
 Only the standard library and numpy are required; torch is used when dst is
 a torch tensor. The direct path reads through kvikio when it is installed,
-else through libcufile itself (shardfs.cufile, ctypes).
+else through libcufile itself (cufile.py, ctypes).
 
-The ABI (gds/abi.go is the reference): restricted ioctls of type 0xBD on the
-ctl file /.shardfs/ctl (path in the struct) or on a shard's fd (path
-ignored); little-endian fixed-size structs that start with u32 version and
-u32 flags. Errors arrive as OSError with the errno documented in
-gds/errno.go.
+read_into tries, in order: the shared RAM tier (ramtier.py), the cache's
+whole-shard file (wholefile.py), ring extents read with cuFile for a CUDA
+dst (lease.py, read_direct), ring extents read by this process or batched
+READs, pipelined (lease.py read_leased, batch.py), and single READs into
+the staging buffer. The ABI is abi.py; the commands, ctl.py.
 """
 
 import errno
-import fcntl
-import json
-import mmap
-import os
-import secrets
-import struct
 import threading
 
 import numpy as np
 
-from . import ramtier, wholefile
+from . import cufile, lease, ramtier, wholefile
+from .batch import Queue, read_chunks
+from .ctl import Control
+from .engines import CudaCopyEngine, HostCopyEngine
 
-ABI_VERSION = 3  # 2 added the batch commands (SUBMIT, WAIT), 3 LEASE_FROM_RAM; READ and the rest still take 1
-IOCTL_TYPE = 0xBD
-SHM_NAME_SIZE = 256
-PATH_SIZE = 1024
-MAX_LEASE_EXTENTS = 64
-MAX_LEASE_PATHS = 4
-
-_IOC_WRITE, _IOC_READ = 1, 2
-
-
-def _ioc(direction, nr, size):
-    return (direction << 30) | (size << 16) | (IOCTL_TYPE << 8) | nr
-
-
-_HDR = "<II"  # version, flags
-_REGISTER = struct.Struct(_HDR + "QQ%ds" % SHM_NAME_SIZE)  # size, buf_id, name
-_UNREGISTER = struct.Struct(_HDR + "Q")  # buf_id
-_READ = struct.Struct(_HDR + "QQQQQ%ds" % PATH_SIZE)  # off, len, buf_id, buf_off, bytes_read, path
-_LEASE_HEAD = struct.Struct(_HDR + "QQQQII%ds" % PATH_SIZE)  # off, len, lease_id, covered, n_ext, n_paths, path
-_EXTENT = struct.Struct("<IIQQQ")  # path_index, reserved, cache_offset, length, file_offset
-_LEASE_SIZE = _LEASE_HEAD.size + MAX_LEASE_EXTENTS * _EXTENT.size + MAX_LEASE_PATHS * PATH_SIZE
-_LEASE_DROP = struct.Struct(_HDR + "Q")  # lease_id
-_SUBMIT = struct.Struct(_HDR + "QQIIQQ")  # queue_buf_id, entries_off, count, reserved, accepted, completed
-_WAIT = struct.Struct(_HDR + "QIIQ")  # target, timeout_ms, reserved, completed
-_WHOLE = struct.Struct(_HDR + "Q%ds%ds" % (PATH_SIZE, PATH_SIZE))  # size (out), path, file (out)
-SUBMIT_WAIT = 1  # SUBMIT flag: return once every entry has completed
-LEASE_UNLESS_IN_RAM = 1  # LEASE flag: ENODATA when the whole range is in the RAM tier
-LEASE_FROM_RAM = 2  # LEASE flag (ABI 3): extents in the shared RAM tier's file; ENODATA when not all there
-ENTRY_DONE = 1  # an entry's state word once the daemon wrote its result
-# One queue entry: user_data, file_offset, length, buf_id, buf_offset,
-# path_off, path_len, result (out), state (out), reserved.
-ENTRY_DTYPE = np.dtype([("user_data", "<u8"), ("file_offset", "<u8"), ("length", "<u8"), ("buf_id", "<u8"),
-                        ("buf_offset", "<u8"), ("path_off", "<u4"), ("path_len", "<u4"), ("result", "<i8"),
-                        ("state", "<u4"), ("reserved", "<u4")])
-
-REGISTER = _ioc(_IOC_READ | _IOC_WRITE, 1, _REGISTER.size)
-UNREGISTER = _ioc(_IOC_WRITE, 2, _UNREGISTER.size)
-READ = _ioc(_IOC_READ | _IOC_WRITE, 3, _READ.size)
-LEASE = _ioc(_IOC_READ | _IOC_WRITE, 4, _LEASE_SIZE)
-LEASE_DROP = _ioc(_IOC_WRITE, 5, _LEASE_DROP.size)
-SUBMIT = _ioc(_IOC_READ | _IOC_WRITE, 6, _SUBMIT.size)
-WAIT = _ioc(_IOC_READ | _IOC_WRITE, 7, _WAIT.size)
-# Announced by the capabilities (commands.whole_file), not by the ABI version.
-WHOLE_FILE = _ioc(_IOC_READ | _IOC_WRITE, 8, _WHOLE.size)
-
-
-def _cstr(s, size):
-    b = s.encode() if isinstance(s, str) else bytes(s)
-    if len(b) >= size or b"\0" in b:
-        raise ValueError("%r does not fit a %d-byte field" % (s, size))
-    return b
-
-
-class Buffer:
-    """A /dev/shm buffer registered with the daemon on one fd (the ctl file
-    or a shard's fd); only READs on that fd may use it."""
-
-    def __init__(self, client, buf_id, size, mm, fd=None):
-        self.client, self.id, self.size, self.mm = client, buf_id, size, mm
-        self.fd = client.ctl_fd if fd is None else fd
-        self.array = np.frombuffer(mm, dtype=np.uint8)  # zero-copy view
-        self.host_registered = False  # cudaHostRegister done
-
-    def unregister(self):
-        if self.id is not None:
-            self.client._ioctl(self.fd, UNREGISTER, _UNREGISTER.pack(ABI_VERSION, 0, self.id))
-            self.id = None
-
-
-class Extent:
-    __slots__ = ("path", "cache_offset", "length", "file_offset")
-
-    def __init__(self, path, cache_offset, length, file_offset):
-        self.path, self.cache_offset, self.length, self.file_offset = path, cache_offset, length, file_offset
-
-    def __repr__(self):
-        return "Extent(%s@%d+%d -> %d)" % (self.path, self.cache_offset, self.length, self.file_offset)
-
-
-class Lease:
-    """Cache extents pinned until drop() (or until the client closes)."""
-
-    def __init__(self, client, lease_id, covered, extents):
-        self.client, self.id, self.covered, self.extents = client, lease_id, covered, extents
-
-    def drop(self):
-        if self.id is not None:
-            self.client._ioctl(self.client.ctl_fd, LEASE_DROP, _LEASE_DROP.pack(ABI_VERSION, 0, self.id))
-            self.id = None
-
-    def __enter__(self):
-        return self
-
-    def __exit__(self, *exc):
-        self.drop()
+DirectPathError = lease.DirectPathError
 
 
 class Client:
@@ -143,75 +46,56 @@ class Client:
     True whenever cuFile loads, False never.
 
     whole_files: read a shard the cache holds whole from that file (see
-    shardfs.wholefile) before any other path; cufile: for a CUDA dst read
-    that file with cuFile (None or True: when kvikio or libcufile loads, in
-    GDS or compatibility mode; False: never, preads and a copy instead).
+    wholefile.py) before any other path; cufile: for a CUDA dst read that
+    file with cuFile (None or True: when kvikio or libcufile loads, in GDS
+    or compatibility mode; False: never, preads and a copy instead).
 
-    After each read_into, last_path names the path it took ("whole-file
-    cufile", "whole-file pread", "lease cufile", "lease", "batch", "read")
-    and path_stats counts calls and bytes per path.
+    After each read_into, last_path names the path it took ("ram lease",
+    "whole-file cufile", "whole-file pread", "lease cufile", "lease",
+    "batch", "read") and path_stats counts calls and bytes per path.
     """
 
-    # A read of fewer chunks than this goes one READ at a time: on an H100
-    # node an 8 MiB read_into ran at 11.4 GB/s that way and 6.8 GB/s as
-    # two pipelined chunks, whose queue round trips it could not hide.
+    # A read of fewer chunks than this goes one READ at a time: a short read
+    # cannot hide the queue's round trips behind its copies, and one READ
+    # into alternating staging halves is faster for it.
     PIPELINE_MIN_CHUNKS = 4
 
     def __init__(self, mount, buffer_size=64 << 20, shm_dir="/dev/shm", direct=None, chunk_size=4 << 20,
                  batch=None, whole_files=True, cufile=None, ram_direct=None):
-        self.mount = os.path.abspath(mount)
+        self.ctl = Control(mount, shm_dir)
+        self.mount = self.ctl.mount
+        self.shm_dir = shm_dir
         self.direct = direct
         self.chunk_size = chunk_size
         self._batch = batch  # None: use the batch commands where the daemon has them
         self._queue = None
-        self._engines = {}  # "cuda" / "host": the pipeline's copy engine
+        self._engines = {}  # "cuda" / "host": the staging buffer's copy engine
         # One read at a time per client: the staging buffer and the queue
         # are shared by every call (threads wanting parallel reads open a
         # Client each).
         self._lock = threading.RLock()
-        self._ring_direct = None  # False once the ring file refused O_DIRECT opens
-        self._ring_fds = {}
-        self._backend = None
+        self._ring = lease.RingFiles()
+        self._reader = None  # the direct path's cuFile engine; False: none
+        self._cufiles = {}  # ring file -> open cuFile file
         self._turn = 0  # the staging half the next copy to a GPU uses
-        self.shm_dir = shm_dir
-        self.ctl_fd = os.open(os.path.join(self.mount, ".shardfs", "ctl"), os.O_RDONLY | os.O_CLOEXEC)
-        self._caps = None
         self._cuda_events = None
-        self._cufiles = {}
-        self._whole = wholefile.WholeFiles(self, cufile) if whole_files else None
+        self._whole = wholefile.WholeFiles(self.ctl, cufile) if whole_files else None
         # None: copy from the daemon's shared RAM tier where it has one;
         # False: never (set after the tier's file would not open or register).
         self._ram_direct = ram_direct
-        self._ram = ramtier.SharedRAM(self)
+        self._ram = ramtier.SharedRAM(self.ctl)
         self.last_path = None
         self.path_stats = {}  # path name -> {"calls": n, "bytes": n}
         self.staging = self.register_buffer(buffer_size) if buffer_size else None
 
-    # --- plumbing -----------------------------------------------------------
-
-    @staticmethod
-    def _ioctl(fd, cmd, payload):
-        buf = bytearray(payload)
-        fcntl.ioctl(fd, cmd, buf, True)
-        return buf
-
-    def _rel(self, path):
-        """A path relative to the mount root (absolute paths under it accepted)."""
-        if isinstance(path, int):
-            return ""
-        p = os.fspath(path)
-        if os.path.isabs(p):
-            p = os.path.relpath(os.path.abspath(p), self.mount)
-            if p.startswith(".."):
-                raise ValueError("%s is not under %s" % (path, self.mount))
-        return p
+    @property
+    def ctl_fd(self):
+        return self.ctl.fd
 
     def close(self):
         self._ram.close()  # its copies finish, its leases are dropped
-        self._queue = None  # unregistered with the fd below
-        for fd in self._ring_fds.values():
-            os.close(fd)
-        self._ring_fds.clear()
+        self._queue = None  # unregistered with the ctl file below
+        self._ring.close()
         for f in self._cufiles.values():
             f.close()
         self._cufiles.clear()
@@ -223,9 +107,7 @@ class Client:
             torch.cuda.synchronize()
             torch.cuda.cudart().cudaHostUnregister(self.staging.array.ctypes.data)
             self.staging.host_registered = False
-        if self.ctl_fd >= 0:
-            os.close(self.ctl_fd)  # the daemon drops our buffers and leases
-            self.ctl_fd = -1
+        self.ctl.close()  # the daemon drops our buffers and leases
 
     def __enter__(self):
         return self
@@ -233,16 +115,27 @@ class Client:
     def __exit__(self, *exc):
         self.close()
 
-    # --- capabilities and buffers ---------------------------------------------
+    # --- the commands, on the ctl file ------------------------------------------
 
     def capabilities(self):
-        if self._caps is None:
-            with open(os.path.join(self.mount, ".shardfs", "ctl"), "rb") as f:
-                self._caps = json.loads(f.read())
-            if self._caps.get("min_abi_version", 1) > ABI_VERSION:
-                raise OSError(errno.EPROTO, "shardfs ABI %s..%s, client speaks %d" % (
-                    self._caps.get("min_abi_version"), self._caps.get("abi_version"), ABI_VERSION))
-        return self._caps
+        return self.ctl.capabilities()
+
+    def register_shm(self, name, size, fd=None):
+        return self.ctl.register_shm(name, size, fd=fd)
+
+    def register_buffer(self, size, fd=None):
+        return self.ctl.register_buffer(size, fd=fd)
+
+    def read(self, path, offset, length, buf=None, buf_offset=0):
+        """READ length bytes at offset of path into buf (default: staging);
+        see Control.read."""
+        return self.ctl.read(path, offset, length, buf or self.staging, buf_offset)
+
+    def lease(self, path, offset, length, flags=0):
+        return self.ctl.lease(path, offset, length, flags)
+
+    def whole_file(self, path):
+        return self.ctl.whole_file(path)
 
     def batch_available(self):
         """Whether reads go through the batch commands (SUBMIT/WAIT)."""
@@ -253,55 +146,31 @@ class Client:
     def queue(self):
         """The client's batch queue on the ctl file (made on first use)."""
         if self._queue is None:
-            from .pipeline import Queue
-
             entries = self.capabilities().get("batch", {}).get("max_batch", 256)
-            self._queue = Queue(self, entries=min(entries, 256))
+            self._queue = Queue(self.ctl, entries=min(entries, 256))
         return self._queue
 
-    def register_shm(self, name, size, fd=None):
-        """REGISTER an existing /dev/shm file by name on fd (default: the
-        ctl file); returns the buffer id."""
-        req = _REGISTER.pack(ABI_VERSION, 0, size, 0, _cstr(name, SHM_NAME_SIZE))
-        out = self._ioctl(self.ctl_fd if fd is None else fd, REGISTER, req)
-        return _REGISTER.unpack(out)[3]
+    def ram_leases_available(self):
+        """Whether the daemon's RAM tier is shared (LEASE_FROM_RAM)."""
+        return self._ram_direct is not False and bool(self.capabilities().get("ram_leases"))
 
-    def register_buffer(self, size, fd=None):
-        """Create a 0600 /dev/shm file of size bytes, register it on fd
-        (default: the ctl file) and map it.
+    def whole_files_available(self):
+        """Whether the daemon may name whole-shard files (WHOLE_FILE)."""
+        caps = self.capabilities()
+        return bool(caps.get("whole_files")) and "whole_file" in caps.get("commands", {})
 
-        The name is unlinked once registered: the daemon and this process
-        hold the memory, and nothing is left behind in /dev/shm.
-        """
-        name = "shardfs-%d-%s" % (os.getpid(), secrets.token_hex(8))
-        path = os.path.join(self.shm_dir, name)
-        on = fd
-        shm = os.open(path, os.O_RDWR | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC, 0o600)
-        try:
-            os.fchmod(shm, 0o600)  # exact mode, whatever the umask
-            os.ftruncate(shm, size)
-            mm = mmap.mmap(shm, size, mmap.MAP_SHARED, mmap.PROT_READ | mmap.PROT_WRITE)
-            buf_id = self.register_shm(name, size, fd=on)
-        finally:
-            os.unlink(path)
-            os.close(shm)
-        return Buffer(self, buf_id, size, mm, fd=on)
+    def whole_file_mode(self):
+        """How a whole file is read into a CUDA dst: the cuFile engine's
+        mode (a phrase), or None (preads and a copy)."""
+        engine = self._whole.cufile_engine() if self._whole is not None else None
+        return engine.mode() if engine else None
 
-    # --- staged path ----------------------------------------------------------
+    def direct_mode(self):
+        """How the direct path reads (a phrase), or None when it is not used."""
+        reader = self._direct_reader()
+        return reader.mode() if reader else None
 
-    def read(self, path, offset, length, buf=None, buf_offset=0):
-        """READ length bytes at offset of path into buf (default: staging).
-
-        path is relative to the mount root, absolute under it, or an open
-        fd of a shard in the mount (then buf must be registered on that fd).
-        Returns the bytes read (short at EOF).
-        """
-        buf = buf or self.staging
-        fd = path if isinstance(path, int) else self.ctl_fd
-        req = _READ.pack(ABI_VERSION, 0, offset, length, buf.id if buf.id is not None else 0,
-                         buf_offset, 0, _cstr(self._rel(path), PATH_SIZE))
-        out = self._ioctl(fd, READ, req)
-        return _READ.unpack(out)[6]
+    # --- read_into --------------------------------------------------------------
 
     def read_into(self, dst, path, offset, length):
         """Fill dst (numpy array or torch tensor, contiguous) with length
@@ -333,11 +202,13 @@ class Client:
             n = self._read_whole(dst, path, offset, length, cuda)
             if n is not None:
                 return n
-        if cuda and self._direct_backend():
+        if cuda and self._direct_reader():
             try:
-                return self._note("lease cufile", self._read_direct(dst, path, offset, length))
+                out = _out_view(dst, length)
+                return self._note("lease cufile", lease.read_direct(self.ctl, self._direct_reader(), self._cufiles,
+                                                                    out, path, offset, length))
             except DirectPathError:
-                self._backend = False  # cuFile cannot read the ring here: stop trying
+                self._reader = False  # cuFile cannot read the ring here: stop trying
             except OSError as e:
                 if e.errno not in (errno.ENODATA, errno.EOPNOTSUPP):
                     raise
@@ -346,11 +217,12 @@ class Client:
             return self._read_pipelined(dst, path, offset, length)
         return self._note("read", self._read_staged(dst, path, offset, length))
 
-    # --- the shared RAM tier ------------------------------------------------------
-
-    def ram_leases_available(self):
-        """Whether the daemon's RAM tier is shared (LEASE_FROM_RAM)."""
-        return self._ram_direct is not False and bool(self.capabilities().get("ram_leases"))
+    def _note(self, name, n):
+        self.last_path = name
+        st = self.path_stats.setdefault(name, {"calls": 0, "bytes": 0})
+        st["calls"] += 1
+        st["bytes"] += n
+        return n
 
     def _read_ram(self, dst, path, offset, length, cuda):
         """(bytes, complete): how much of [offset, offset+length) read_into
@@ -358,15 +230,10 @@ class Client:
         the shard: complete; the first part; or none)."""
         if not self.ram_leases_available():
             return 0, False
-        out = _bytes_view(dst)
-        if out.shape[0] < length:
-            raise ValueError("dst holds %d bytes, %d asked" % (out.shape[0], length))
-        size = os.fstat(path).st_size if isinstance(path, int) else os.stat(os.path.join(self.mount, self._rel(path))).st_size
-        want = max(0, min(length, size - offset))
+        out = _out_view(dst, length)
+        want = max(0, min(length, self.ctl.size(path) - offset))
         if want == 0:
             return 0, False
-        if _is_torch(out) and not out.is_cuda:
-            out = out.numpy()
         try:
             n = self._ram.read(out, path, offset, want, cuda)
         except OSError:
@@ -379,94 +246,49 @@ class Client:
             self._note("ram lease", n)
         return n, n == want
 
-    def _note(self, name, n):
-        self.last_path = name
-        st = self.path_stats.setdefault(name, {"calls": 0, "bytes": 0})
-        st["calls"] += 1
-        st["bytes"] += n
-        return n
-
-    # --- whole cached shards ---------------------------------------------------
-
-    def whole_files_available(self):
-        """Whether the daemon may name whole-shard files (WHOLE_FILE)."""
-        caps = self.capabilities()
-        return bool(caps.get("whole_files")) and "whole_file" in caps.get("commands", {})
-
-    def whole_file(self, path):
-        """WHOLE_FILE: (file, size) of the cache's whole-shard file of path
-        (relative, absolute under the mount, or a shard's fd). OSError
-        ENODATA: not held whole; EACCES: this uid could not open it;
-        EOPNOTSUPP: no whole-shard files; ENOTTY: an older daemon."""
-        fd = path if isinstance(path, int) else self.ctl_fd
-        req = _WHOLE.pack(ABI_VERSION, 0, 0, _cstr(self._rel(path), PATH_SIZE), b"")
-        _, _, size, _, file = _WHOLE.unpack(self._ioctl(fd, WHOLE_FILE, req))
-        return file.split(b"\0", 1)[0].decode(), size
-
-    def whole_file_mode(self):
-        """How a whole file is read into a CUDA dst: the cuFile engine's
-        mode (a phrase), or None (preads and a copy)."""
-        engine = self._whole.cufile_engine() if self._whole is not None else None
-        return engine.mode() if engine else None
-
     def _read_whole(self, dst, path, offset, length, cuda):
         """read_into from the whole-shard file, or None when the shard is
         not held whole or its file does not open (the other paths then)."""
-        out = _bytes_view(dst)
-        if out.shape[0] < length:
-            raise ValueError("dst holds %d bytes, %d asked" % (out.shape[0], length))
-        if _is_torch(out) and not out.is_cuda:
-            out = out.numpy()
+        out = _out_view(dst, length)
         try:
-            n, name = self._whole.read(out, path, offset, length, cuda)
+            n, name = self._whole.read(out, path, offset, length, cuda, self.staging, self._copy_engine,
+                                       self.chunk_size)
         except (wholefile.Unavailable, OSError):
             return None  # the other paths write all of dst again
         return self._note(name, n)
 
-    def _ring_fd(self, path):
-        fd = self._ring_fds.get(path)
-        if fd is None:
-            fd = self._ring_fds[path] = os.open(path, os.O_RDONLY | os.O_DIRECT | os.O_CLOEXEC)
-        return fd
-
     def _read_pipelined(self, dst, path, offset, length, engine=None):
-        from . import pipeline
-
-        out = _bytes_view(dst)
-        if out.shape[0] < length:
-            raise ValueError("dst holds %d bytes, %d asked" % (out.shape[0], length))
-        rel = self._rel(path)
-        length = max(0, min(length, os.stat(os.path.join(self.mount, rel)).st_size - offset))
+        """The batch path, or the lease path where the range is in the
+        ring; engine: the copy engine (default: the staging buffer's)."""
+        out = _out_view(dst, length)
+        rel = self.ctl.rel(path)
+        length = max(0, min(length, self.ctl.size(rel) - offset))
         if length == 0:
             return 0
         chunk = min(self.chunk_size, self.staging.size)
         if engine is None:
-            engine = self._copy_engine("cuda" if _is_torch(dst) and dst.is_cuda else "host")
-        if _is_torch(out) and not out.is_cuda:
-            out = out.numpy()
-        if self._ring_direct is not False and self.capabilities().get("leases"):
+            engine = self._copy_engine(_is_torch(dst) and dst.is_cuda)
+        if not self._ring.refused and self.capabilities().get("leases"):
             # Ring-resident bytes: read by this process from the disk, as
             # fast as the disk goes; RAM-tier bytes: copied by the daemon.
             try:
-                return self._note("lease", pipeline.read_leased(self, self.staging, out, rel, offset, length, chunk,
-                                                                engine))
-            except pipeline.NotLeased:
+                return self._note("lease", lease.read_leased(self.ctl, self._ring, self.staging, out, rel, offset,
+                                                             length, chunk, engine))
+            except lease.NotLeased:
                 pass
-        return self._note("batch", pipeline.read_chunks(self.queue(), self.staging, out, rel, offset, length, chunk,
-                                                        engine))
+        return self._note("batch", read_chunks(self.queue(), self.staging, out, rel, offset, length, chunk, engine))
 
-    def _copy_engine(self, kind):
-        """The copy engine out of the staging buffer ("cuda" or "host"),
-        made once; a CUDA one has an event per chunk_size slot."""
-        from . import pipeline
-
+    def _copy_engine(self, cuda):
+        """The copy engine out of the staging buffer, made once; a CUDA
+        one after the buffer is registered with CUDA."""
+        kind = "cuda" if cuda else "host"
         engine = self._engines.get(kind)
         if engine is None:
-            if kind == "cuda":
+            if cuda:
                 self._pin_staging()
-                engine = pipeline.CudaCopyEngine(max(1, self.staging.size // min(self.chunk_size, self.staging.size)))
+                engine = CudaCopyEngine()
             else:
-                engine = pipeline.HostCopyEngine(record=False)
+                engine = HostCopyEngine()
             self._engines[kind] = engine
         return engine
 
@@ -526,148 +348,13 @@ class Client:
         if self._cuda_events is not None:
             self._cuda_events[turn].synchronize()
 
-    # --- direct path ----------------------------------------------------------
-
-    def lease(self, path, offset, length, flags=0):
-        """LEASE: pin the cache extents holding [offset, offset+covered).
-        flags LEASE_UNLESS_IN_RAM: ENODATA when the range is all in RAM."""
-        fd = path if isinstance(path, int) else self.ctl_fd
-        req = bytearray(_LEASE_SIZE)
-        _LEASE_HEAD.pack_into(req, 0, ABI_VERSION, flags, offset, length, 0, 0, 0, 0, _cstr(self._rel(path), PATH_SIZE))
-        out = self._ioctl(fd, LEASE, req)
-        _, _, _, _, lease_id, covered, n_ext, n_paths, _ = _LEASE_HEAD.unpack_from(out, 0)
-        if n_ext > MAX_LEASE_EXTENTS or n_paths > MAX_LEASE_PATHS:
-            raise OSError(errno.EPROTO, "malformed LEASE reply")
-        paths_at = _LEASE_HEAD.size + MAX_LEASE_EXTENTS * _EXTENT.size
-        paths = [bytes(out[paths_at + i * PATH_SIZE:paths_at + (i + 1) * PATH_SIZE]).split(b"\0", 1)[0].decode()
-                 for i in range(n_paths)]
-        extents = []
-        for i in range(n_ext):
-            idx, _, cache_off, n, file_off = _EXTENT.unpack_from(out, _LEASE_HEAD.size + i * _EXTENT.size)
-            extents.append(Extent(paths[idx], cache_off, n, file_off))
-        return Lease(self, lease_id, covered, extents)
-
-    def direct_mode(self):
-        """How the direct path reads (a phrase), or None when it is not used."""
-        backend = self._direct_backend()
-        return backend.mode() if backend else None
-
-    def _direct_backend(self):
-        if self._backend is None:
-            self._backend = False
+    def _direct_reader(self):
+        """The direct path's cuFile engine, chosen once; None when it is off."""
+        if self._reader is None:
+            self._reader = False
             if self.direct is not False and self.capabilities().get("leases"):
-                self._backend = _kvikio_backend(self.direct) or _cufile_backend(self.direct) or False
-        return self._backend or None
-
-    def _read_direct(self, dst, path, offset, length):
-        backend = self._direct_backend()
-        if backend is None:
-            raise OSError(errno.EOPNOTSUPP, "no direct path: no kvikio or cuFile, or no cache ring")
-        out = _bytes_view(dst)
-        if out.shape[0] < length:
-            raise ValueError("dst holds %d bytes, %d asked" % (out.shape[0], length))
-        done = 0
-        while done < length:
-            with self.lease(path, offset + done, length - done) as lease:
-                for e in lease.extents:
-                    f = self._cufiles.get(e.path)
-                    if f is None:
-                        try:
-                            f = self._cufiles[e.path] = backend.open(e.path)
-                        except (OSError, RuntimeError) as err:
-                            raise DirectPathError("%s cannot open the cache file %s: %s" % (backend.mode(), e.path, err))
-                    at = e.file_offset - offset
-                    f.read(out[at:at + e.length], e.cache_offset)
-                done += lease.covered
-            if lease.covered == 0:
-                break
-        return done
-
-
-class DirectPathError(OSError):
-    """cuFile could not open a cache file (no nvidia-fs and no udev data for
-    the disk, say); read_into then uses the staged path."""
-
-    def __init__(self, msg):
-        super().__init__(errno.EIO, msg)
-
-
-class _KvikioBackend:
-    def __init__(self, kvikio, compat):
-        self.kvikio, self.compat = kvikio, compat
-
-    def mode(self):
-        return "kvikio, " + ("compatibility mode" if self.compat else "cuFile")
-
-    def open(self, path):
-        f = self.kvikio.CuFile(path, "r")
-
-        class _File:
-            def read(self, view, cache_offset):
-                n = _nbytes(view)
-                got = f.pread(view, n, cache_offset).get()
-                if got != n:
-                    raise OSError(errno.EIO, "kvikio read %d of %d bytes at %d" % (got, n, cache_offset))
-
-            def close(self):
-                f.close()
-        return _File()
-
-
-def _kvikio_backend(force):
-    try:
-        import kvikio
-        import kvikio.defaults
-    except ImportError:
-        return None
-    compat = True
-    for probe in ("is_compat_mode_preferred", "compat_mode"):
-        f = getattr(kvikio.defaults, probe, None)
-        if f is not None:
-            compat = bool(f())
-            break
-    if compat and not force:
-        return None  # a POSIX read and a copy: the staged path is as fast
-    return _KvikioBackend(kvikio, compat)
-
-
-class _CuFileBackend:
-    def __init__(self, driver):
-        self.driver = driver
-
-    def mode(self):
-        return "cuFile " + self.driver.mode()
-
-    def open(self, path):
-        f = self.driver.open(path)
-
-        class _File:
-            def read(self, view, cache_offset):
-                n = f.pread(view.data_ptr(), view.numel(), cache_offset)
-                if n != view.numel():
-                    raise OSError(errno.EIO, "cuFile read %d of %d bytes at %d" % (n, view.numel(), cache_offset))
-
-            def close(self):
-                f.close()
-        return _File()
-
-
-def _cufile_backend(force):
-    from . import cufile as shardfs_cufile
-
-    if not force and not shardfs_cufile.nvfs_loaded():
-        return None  # compatibility mode: the staged path is as fast
-    try:
-        driver = shardfs_cufile.CuFile()
-    except OSError:
-        return None
-    if not driver.gds and not force:
-        return None
-    return _CuFileBackend(driver)
-
-
-def _nbytes(view):
-    return view.numel() if _is_torch(view) else view.nbytes
+                self._reader = cufile.reader(self.direct) or False
+        return self._reader or None
 
 
 def _is_torch(x):
@@ -686,3 +373,15 @@ def _bytes_view(dst):
     if not a.flags.c_contiguous or not a.flags.writeable:
         raise ValueError("dst array must be contiguous and writeable")
     return a.reshape(-1).view(np.uint8)
+
+
+def _out_view(dst, length):
+    """dst as the flat byte view a path writes: numpy for host memory (a
+    CPU tensor's too), a uint8 tensor for CUDA memory. ValueError when it
+    holds fewer than length bytes."""
+    out = _bytes_view(dst)
+    if out.shape[0] < length:
+        raise ValueError("dst holds %d bytes, %d asked" % (out.shape[0], length))
+    if _is_torch(out) and not out.is_cuda:
+        out = out.numpy()
+    return out

@@ -24,6 +24,7 @@ sequences); numpy is needed by shardfs.gpu alone (its ABI names excepted). The d
 client are imported on first use, so `import shardfs` is cheap.
 """
 
+from ._lazy import lazy
 from .hints import Hints, write_hints
 from .mount import SideFiles, capabilities, find_mount, read_stats, side_files
 
@@ -46,16 +47,4 @@ __all__ = ["Hints", "write_hints", "SideFiles", "capabilities", "find_mount", "r
            *_LAZY]
 
 
-def __getattr__(name):
-    module = _LAZY.get(name)
-    if module is None:
-        raise AttributeError("module 'shardfs' has no attribute %r" % name)
-    from importlib import import_module
-
-    value = getattr(import_module("." + module, __name__), name)
-    globals()[name] = value
-    return value
-
-
-def __dir__():
-    return sorted(set(globals()) | set(_LAZY))
+__getattr__, __dir__ = lazy(globals(), _LAZY)

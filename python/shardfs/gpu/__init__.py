@@ -18,6 +18,7 @@ The ABI names are importable from here without numpy; Client and the rest
 need numpy and are imported on first use.
 """
 
+from .._lazy import lazy
 from .abi import (ABI_VERSION, ENTRY_DONE, LEASE, LEASE_DROP, LEASE_FROM_RAM, LEASE_UNLESS_IN_RAM, READ, REGISTER,
                   SUBMIT, SUBMIT_WAIT, UNREGISTER, WAIT, WHOLE_FILE)
 
@@ -36,16 +37,4 @@ __all__ = ["ABI_VERSION", "ENTRY_DONE", "LEASE", "LEASE_DROP", "LEASE_FROM_RAM",
            "REGISTER", "SUBMIT", "SUBMIT_WAIT", "UNREGISTER", "WAIT", "WHOLE_FILE", *_LAZY]
 
 
-def __getattr__(name):
-    module = _LAZY.get(name)
-    if module is None:
-        raise AttributeError("module 'shardfs.gpu' has no attribute %r" % name)
-    from importlib import import_module
-
-    value = getattr(import_module("." + module, __name__), name)
-    globals()[name] = value
-    return value
-
-
-def __dir__():
-    return sorted(set(globals()) | set(_LAZY))
+__getattr__, __dir__ = lazy(globals(), _LAZY)

@@ -7,9 +7,11 @@ package cache
 // scattered blocks cannot give either.
 //
 // A file is made only from a complete set of blocks that pass their CRC in
-// the ring (MakeWholeFile), written as NAME.tmp with a CRC32C over the whole
-// file, synced, vouched for by a synced journal record (shardfile_journal.go),
-// then renamed to NAME and the directory synced. Open deletes *.tmp and
+// the ring (MakeWholeFile), written to a temporary file with a CRC32C over
+// the whole file, synced, vouched for by a synced journal record
+// (shardfile_journal.go), then renamed to NAME and the directory synced
+// (package atomicfile, a Durable write). Open deletes what a killed write
+// left (atomicfile's temporary files, NAME.tmp of earlier releases) and
 // every file without a record of its size, so a file torn by a crash is
 // never used. `shardfs cache verify` recomputes every file's CRC32C and
 // deletes those that differ (VerifyDir).
@@ -52,6 +54,7 @@ import (
 
 	"golang.org/x/sys/unix"
 
+	"github.com/shardfs/shardfs/atomicfile"
 	"github.com/shardfs/shardfs/store"
 )
 
@@ -205,8 +208,9 @@ func (w *wholeFiles) unreserve(name string, size int64) {
 	w.reserved -= size
 }
 
-// commit vouches for a complete, synced NAME.tmp and gives it its name.
-func (w *wholeFiles) commit(r wholeRecord) error {
+// commit vouches for f, a complete and synced file of r, and gives it its
+// name, durably: a power loss after commit keeps the file and its record.
+func (w *wholeFiles) commit(r wholeRecord, f *atomicfile.File) error {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	delete(w.making, r.Name)
@@ -214,10 +218,7 @@ func (w *wholeFiles) commit(r wholeRecord) error {
 	if err := appendRecord(w.journal, r); err != nil {
 		return fmt.Errorf("whole-shard journal: %w", err)
 	}
-	if err := os.Rename(w.path(r.Name)+tmpSuffix, w.path(r.Name)); err != nil {
-		return err
-	}
-	if err := syncDir(w.dir); err != nil {
+	if err := f.Commit(atomicfile.Durable); err != nil {
 		return err
 	}
 	w.files[r.Name] = &wholeFile{rec: r, lastUse: time.Now().UnixNano()}
@@ -329,30 +330,28 @@ func (c *Cache) MakeWholeFile(ctx context.Context, obj store.Object) (bool, erro
 	if !c.whole.reserve(name, obj.Size) {
 		return false, nil
 	}
-	tmp := c.whole.path(name) + tmpSuffix
-	sum, complete, err := c.copyWhole(ctx, obj, tmp)
+	f, err := atomicfile.Create(c.whole.path(name))
+	if err != nil {
+		c.whole.unreserve(name, obj.Size)
+		return false, fmt.Errorf("whole-shard file: %w", err)
+	}
+	defer f.Discard() // a no-op once committed
+	sum, complete, err := c.copyWhole(ctx, obj, f)
 	if err != nil || !complete {
-		os.Remove(tmp)
 		c.whole.unreserve(name, obj.Size)
 		return false, err
 	}
 	r := wholeRecord{Name: name, Key: c.cfg.key(obj), ETag: obj.ETag, Size: obj.Size, Sum: sum}
-	if err := c.whole.commit(r); err != nil {
-		os.Remove(tmp)
+	if err := c.whole.commit(r, f); err != nil {
 		return false, fmt.Errorf("whole-shard file of %s: %w", obj.Key, err)
 	}
 	return true, nil
 }
 
-// copyWhole writes obj's ring blocks to path and syncs it, returning the
+// copyWhole writes obj's ring blocks to f and syncs it, returning the
 // CRC32C of the bytes written; complete is false when a block was missing
 // or failed its check.
-func (c *Cache) copyWhole(ctx context.Context, obj store.Object, path string) (sum uint32, complete bool, err error) {
-	f, err := openPrivate(path, os.O_WRONLY|os.O_CREATE|os.O_EXCL)
-	if err != nil {
-		return 0, false, fmt.Errorf("whole-shard file: %w", err)
-	}
-	defer f.Close()
+func (c *Cache) copyWhole(ctx context.Context, obj store.Object, f *atomicfile.File) (sum uint32, complete bool, err error) {
 	h := newSum()
 	buf := make([]byte, min(wholeCopyChunk, obj.Size))
 	for off := int64(0); off < obj.Size; off += int64(len(buf)) {

@@ -9,6 +9,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/shardfs/shardfs/atomicfile"
 )
 
 const (
@@ -84,7 +86,7 @@ func TestWholeFileTornByKill9IsNeverUsed(t *testing.T) {
 		if torn == "" {
 			t.Fatal("never saw a whole-shard file being written")
 		}
-		tornName := strings.TrimSuffix(torn, tmpSuffix)
+		tornName := strings.TrimRight(strings.TrimPrefix(torn, "."), "0123456789")
 
 		cfg := wholeConfig(dir, crashSlots)
 		c, err := Open(context.Background(), cfg, nil)
@@ -107,7 +109,7 @@ func TestWholeFileTornByKill9IsNeverUsed(t *testing.T) {
 			used++
 		}
 		for _, n := range wholeEntries(t, dir) {
-			if strings.HasSuffix(n, tmpSuffix) {
+			if strings.HasSuffix(n, tmpSuffix) || atomicfile.IsTemp(n) {
 				t.Errorf("round %d: %s left behind after restart", round, n)
 			}
 		}

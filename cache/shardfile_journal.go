@@ -13,6 +13,8 @@ import (
 	"strings"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/shardfs/shardfs/atomicfile"
 )
 
 // The journal vouches for whole-shard files. A file is used only when the
@@ -31,7 +33,7 @@ import (
 const (
 	wholeDirName     = "shards"
 	journalName      = "journal"
-	tmpSuffix        = ".tmp"
+	tmpSuffix        = ".tmp" // what earlier releases wrote before a rename
 	recordFrame      = 8
 	maxRecordPayload = 64 << 10
 )
@@ -102,38 +104,22 @@ func readJournal(path string) (map[string]wholeRecord, error) {
 	return recs, nil
 }
 
-// writeJournal replaces the journal at path with recs, atomically: a new
-// file is written, synced and renamed over the old one.
+// writeJournal replaces the journal at path with recs, durably: the
+// records vouch for files kept through a power loss.
 func writeJournal(path string, recs map[string]wholeRecord) error {
-	tmp := path + tmpSuffix
-	f, err := openPrivate(tmp, os.O_WRONLY|os.O_CREATE|os.O_TRUNC)
-	if err != nil {
-		return fmt.Errorf("write whole-shard journal: %w", err)
-	}
-	var buf bytes.Buffer
-	for _, r := range recs {
-		b, err := encodeRecord(r)
-		if err != nil {
-			f.Close()
-			return err
+	err := atomicfile.Write(path, atomicfile.Durable, func(w io.Writer) error {
+		for _, r := range recs {
+			b, err := encodeRecord(r)
+			if err != nil {
+				return err
+			}
+			if _, err := w.Write(b); err != nil {
+				return err
+			}
 		}
-		buf.Write(b)
-	}
-	_, err = f.Write(buf.Bytes())
-	if err == nil {
-		err = f.Sync()
-	}
-	if cerr := f.Close(); err == nil {
-		err = cerr
-	}
-	if err == nil {
-		err = os.Rename(tmp, path)
-	}
-	if err == nil {
-		err = syncDir(filepath.Dir(path))
-	}
+		return nil
+	})
 	if err != nil {
-		os.Remove(tmp)
 		return fmt.Errorf("write whole-shard journal: %w", err)
 	}
 	return nil
@@ -151,15 +137,6 @@ func appendRecord(j *os.File, r wholeRecord) error {
 	return j.Sync()
 }
 
-func syncDir(dir string) error {
-	d, err := os.Open(dir)
-	if err != nil {
-		return err
-	}
-	defer d.Close()
-	return d.Sync()
-}
-
 // checkWholeFiles makes a shards dir hold only files the journal vouches
 // for: leftovers of an interrupted write (*.tmp) and files without a
 // record, or of another size than their record says, are deleted. It
@@ -174,7 +151,7 @@ func checkWholeFiles(dir string, recs map[string]wholeRecord) (kept map[string]w
 		name := e.Name()
 		path := filepath.Join(dir, name)
 		switch {
-		case strings.HasSuffix(name, tmpSuffix):
+		case strings.HasSuffix(name, tmpSuffix) || atomicfile.IsTemp(name):
 			os.Remove(path)
 			continue
 		case !isWholeName(name):

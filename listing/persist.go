@@ -14,14 +14,15 @@ import (
 
 	"golang.org/x/sys/unix"
 
+	"github.com/shardfs/shardfs/atomicfile"
 	"github.com/shardfs/shardfs/store"
 )
 
 // A persisted listing is one file per source under DIR/listings: a header
 // line naming the source, when it was listed and how many objects follow,
-// then the objects as manifest lines. It is written to a temporary file
-// and renamed into place, so a reader sees a whole listing or none; the
-// count in the header catches a file cut short all the same.
+// then the objects as manifest lines. It is replaced whole (package
+// atomicfile), so a reader sees a whole listing or none; the count in the
+// header catches a file cut short all the same.
 
 const persistVersion = 1
 
@@ -41,32 +42,21 @@ func path(dir, key string) string {
 	return filepath.Join(dir, Subdir, hex.EncodeToString(sum[:16])+".jsonl")
 }
 
-// save persists objs as the listing of key, listed at listedAt.
+// save persists objs as the listing of key, listed at listedAt. The file
+// is durable: a mount after a power loss finds it, or the one it replaced,
+// and sends no LIST.
 func save(dir, key string, objs []store.Object, listedAt time.Time) error {
 	final := path(dir, key)
 	if err := os.MkdirAll(filepath.Dir(final), 0o700); err != nil {
 		return err
 	}
-	f, err := os.CreateTemp(filepath.Dir(final), ".listing-*")
-	if err != nil {
-		return err
-	}
-	defer os.Remove(f.Name()) // a no-op once renamed
-	w := bufio.NewWriterSize(f, 1<<20)
-	err = json.NewEncoder(w).Encode(header{Version: persistVersion, Key: key, ListedAt: listedAt, Objects: len(objs)})
-	if err == nil {
-		err = store.WriteManifest(w, objs)
-	}
-	if err == nil {
-		err = w.Flush()
-	}
-	if cerr := f.Close(); err == nil {
-		err = cerr
-	}
-	if err != nil {
-		return err
-	}
-	return os.Rename(f.Name(), final)
+	return atomicfile.Write(final, atomicfile.Durable, func(w io.Writer) error {
+		err := json.NewEncoder(w).Encode(header{Version: persistVersion, Key: key, ListedAt: listedAt, Objects: len(objs)})
+		if err != nil {
+			return err
+		}
+		return store.WriteManifest(w, objs)
+	})
 }
 
 // errNoCopy is a source with no persisted listing.
@@ -74,8 +64,14 @@ var errNoCopy = errors.New("no persisted listing")
 
 // load reads the persisted listing of key. A file that does not hold one
 // whole listing of this source is an error, never a partial listing.
+// First it removes what a mount killed while writing the listing left
+// beside it: load runs at mount, before this mount's own writes, and the
+// cache dir serves one mount at a time.
 func load(dir, key string) ([]store.Object, time.Time, error) {
 	p := path(dir, key)
+	if err := atomicfile.RemoveTemps(p); err != nil && !errors.Is(err, os.ErrNotExist) {
+		return nil, time.Time{}, err
+	}
 	f, err := os.OpenFile(p, os.O_RDONLY|unix.O_NOFOLLOW, 0)
 	if errors.Is(err, os.ErrNotExist) {
 		return nil, time.Time{}, errNoCopy

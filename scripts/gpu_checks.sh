@@ -114,13 +114,13 @@ step "shardfs gpus" "$BIN" gpus
 "$BIN" mount "$SRC" "$MNT" --cache-dir "$CACHE_DIR" --cache-size 4GiB --memory-cache-size 1GiB --memory-cache-shared on \
 	--log-file "$DIR/shardfs.log"
 step "ctl capabilities" "$PY" -m json.tool "$MNT/.shardfs/ctl"
-step "interface checks (test_client.py)" "$PY" gds/python/test_client.py --mount "$MNT" --source "$SRC" \
+step "interface checks (test_client.py)" "$PY" python/tests/integration/test_client.py --mount "$MNT" --source "$SRC" \
 	--whole shard-000001.tar --cold shard-000000.tar
 step "throughput, bytes in the RAM tier (gpu_bench.py)" env PYTHONUNBUFFERED=1 \
 	"$PY" gds/python/gpu_bench.py --mount "$MNT" --seconds "$SECONDS_PER_ROW"
 step "read_into from the shared RAM tier against a pinned copy (gpu_rounds.py)" env PYTHONUNBUFFERED=1 \
 	"$PY" gds/python/gpu_rounds.py --mount "$MNT" --file large/shard-large.tar --rounds 3
-step "example training loop" "$PY" gds/python/example_train.py --mount "$MNT" --steps 30
+step "example training loop" "$PY" examples/train_gpu.py --mount "$MNT" --steps 30
 "$BIN" unmount "$MNT"
 
 # Then with the ring alone (the ring kept from above): READs read the disk.

@@ -12,6 +12,7 @@ import (
 
 	"golang.org/x/sys/unix"
 
+	"github.com/shardfs/shardfs/atomicfile"
 	"github.com/shardfs/shardfs/store"
 )
 
@@ -19,8 +20,8 @@ import (
 // hash of source and key: a header line naming source, key, ETag and size
 // of the shard version, the member count, the body's length and its
 // SHA-256, then the body, the JSON lines served. A new version of the
-// shard overwrites its file. It is written to a temporary file and renamed
-// into place; a file cut short or changed on disk fails its checksum and
+// shard overwrites its file. It is replaced whole (package atomicfile); a
+// file cut short or changed on disk fails its checksum and
 // is rebuilt, never served.
 
 const persistVersion = 1
@@ -62,19 +63,9 @@ func save(dir, source string, obj store.Object, body []byte) error {
 	if err != nil {
 		return err
 	}
-	f, err := os.CreateTemp(filepath.Dir(final), ".index-*")
-	if err != nil {
-		return err
-	}
-	defer os.Remove(f.Name()) // a no-op once renamed
-	_, err = f.Write(append(append(head, '\n'), body...))
-	if cerr := f.Close(); err == nil {
-		err = cerr
-	}
-	if err != nil {
-		return err
-	}
-	return os.Rename(f.Name(), final)
+	// Atomic, not durable: an index lost to a power loss is rebuilt from
+	// the shard's headers.
+	return atomicfile.WriteFile(final, atomicfile.Atomic, append(append(head, '\n'), body...))
 }
 
 // load reads the persisted index of obj: errStale when there is none of

@@ -32,7 +32,7 @@ func writeRandomFiles(t *testing.T, dir string, sizes map[string]int) map[string
 }
 
 // TestGDSClientThroughMount runs the Python client's protocol tests
-// (gds/python/test_client.py) against a real mount with a cache ring:
+// (python/tests/integration/test_client.py) against a real mount with a cache ring:
 // READ into registered /dev/shm buffers, every error case, LEASE extents
 // read straight from the ring file, blocks of the shared RAM tier leased
 // and copied from its /dev/shm file, and a.tar, warmed into a whole-shard
@@ -51,7 +51,7 @@ func TestGDSClientThroughMount(t *testing.T) {
 	// A shared RAM tier, which this machine (no GPU) has only when asked
 	// for: the client's LEASE_FROM_RAM checks run against it.
 	m := mountShardfs(t, src, append(cache, "--memory-cache-shared", "on", "--memory-cache-size", "64MiB")...)
-	cmd := pythonCmd(filepath.Join(e2e.root, "gds/python/test_client.py"), "--mount", m.dir, "--source", src,
+	cmd := pythonCmd(filepath.Join(e2e.root, "python/tests/integration/test_client.py"), "--mount", m.dir, "--source", src,
 		"--whole", "a.tar", "--cold", "sub/b.tar")
 	cmd.Env = append(cmd.Env, "PYTHONDONTWRITEBYTECODE=1")
 	out, err := cmd.CombinedOutput()

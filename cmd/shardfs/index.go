@@ -1,22 +1,15 @@
 package main
 
 import (
-	"bufio"
-	"bytes"
 	"context"
-	"encoding/json"
-	"errors"
 	"fmt"
 	"io"
-	"os"
 	"os/signal"
-	"path/filepath"
 	"strings"
 	"syscall"
 	"time"
 
 	"github.com/urfave/cli/v2"
-	"golang.org/x/sync/errgroup"
 
 	"github.com/shardfs/shardfs/cache"
 	"github.com/shardfs/shardfs/store"
@@ -112,13 +105,8 @@ func runIndex(c *cli.Context) error {
 	if err != nil {
 		return err
 	}
-	out, commit, err := indexOutput(c.App.Writer, run.Out)
-	if err != nil {
-		return err
-	}
-	defer commit(false)
 	start := time.Now()
-	failed, err := indexShards(ctx, out, c.App.ErrWriter, x, b.objects, shards, run.Concurrency)
+	failed, err := writeIndex(ctx, c.App.Writer, c.App.ErrWriter, x, b.objects, shards, run)
 	if err != nil {
 		return err
 	}
@@ -128,11 +116,37 @@ func runIndex(c *cli.Context) error {
 	if failed > 0 {
 		return cli.Exit(fmt.Sprintf("%d of %d shards could not be indexed (each named above)", failed, len(shards)), 1)
 	}
-	if err := commit(true); err != nil {
-		return err
-	}
 	reportIndex(c.App.ErrWriter, shards, x.Stats(), &b.meter.C, time.Since(start))
 	return nil
+}
+
+// writeIndex writes the index of shards to run.Out (whole, or not at all)
+// or to out, each shard that fails named on errOut, with a progress bar
+// on errOut when it is a terminal.
+func writeIndex(ctx context.Context, out, errOut io.Writer, x *tarindex.Index, all, shards []store.Object, run indexRun) (int, error) {
+	var total int64
+	for _, o := range shards {
+		total += o.Size
+	}
+	bar := startProgress(io.Discard, "index", total)
+	if isTerminal(errOut) {
+		bar = startProgress(errOut, "index", total)
+	}
+	batch := tarindex.Batch{
+		Index: x, Find: tarindex.FinderOf(all), Concurrency: run.Concurrency,
+		Built:  func(o store.Object) { bar.Add64(o.Size) },
+		Failed: func(o store.Object, err error) { fmt.Fprintf(errOut, "failed: %s: %v\n", o.Key, err) },
+	}
+	write := func() (int, error) { return batch.Write(ctx, out, shards) }
+	if run.Out != "" {
+		write = func() (int, error) { return batch.WriteFile(ctx, run.Out, shards) }
+	}
+	failed, err := write()
+	if err != nil && run.Out != "" {
+		return failed, fmt.Errorf("--out %s: %w", run.Out, err)
+	}
+	bar.Finish()
+	return failed, err
 }
 
 // reportIndex is the closing line: what indexing cost the store, and
@@ -155,135 +169,4 @@ func tarShards(objs []store.Object, include string) ([]store.Object, error) {
 		}
 	}
 	return selectShards(tars, include, 0, 1)
-}
-
-// indexOutput opens where the index goes: w, or a temporary file beside
-// path that commit(true) renames into place and commit(false) removes.
-func indexOutput(w io.Writer, path string) (io.Writer, func(ok bool) error, error) {
-	if path == "" {
-		return w, func(bool) error { return nil }, nil
-	}
-	f, err := os.CreateTemp(filepath.Dir(path), "."+filepath.Base(path)+".*")
-	if pe := (*os.PathError)(nil); errors.As(err, &pe) {
-		return nil, nil, fmt.Errorf("--out %s: cannot write in %s: %w", path, filepath.Dir(path), pe.Err)
-	}
-	if err != nil {
-		return nil, nil, fmt.Errorf("--out %s: %w", path, err)
-	}
-	done := false
-	return f, func(ok bool) error {
-		if done {
-			return nil
-		}
-		done = true
-		err := f.Close()
-		if ok && err == nil {
-			if err = os.Rename(f.Name(), path); err == nil {
-				return nil
-			}
-		}
-		os.Remove(f.Name())
-		if ok {
-			return fmt.Errorf("--out %s: %w", path, err)
-		}
-		return nil
-	}, nil
-}
-
-// indexShards builds the index of each shard, n at a time, and writes
-// them to out in the order of shards; each failure is one line on errOut.
-func indexShards(ctx context.Context, out, errOut io.Writer, x *tarindex.Index, all, shards []store.Object, n int) (failed int, err error) {
-	byKey := make(map[string]store.Object, len(all))
-	for _, o := range all {
-		byKey[o.Key] = o
-	}
-	find := func(key string) (store.Object, bool) { o, ok := byKey[key]; return o, ok }
-	var total int64
-	for _, o := range shards {
-		total += o.Size
-	}
-	bar := startProgress(io.Discard, "index", total)
-	if isTerminal(errOut) {
-		bar = startProgress(errOut, "index", total)
-	}
-	type built struct {
-		lines []byte
-		err   error
-	}
-	results := make([]chan built, len(shards))
-	for i := range results {
-		results[i] = make(chan built, 1)
-	}
-	// The builds run n at a time on goroutines owned here, started in
-	// shard order by one dispatcher that takes a slot of ahead first: at
-	// most 4n shards are built and not yet written, so a slow first shard
-	// does not pile up the indexes of all the others. They are waited for
-	// once every result is written; on an interrupt this returns at once
-	// and the process ends with the builds in flight.
-	ahead := make(chan struct{}, 4*n)
-	builders := make(chan struct{})
-	go func() {
-		defer close(builders)
-		var g errgroup.Group
-		g.SetLimit(n)
-		defer g.Wait()
-		for i := range shards {
-			select {
-			case ahead <- struct{}{}:
-			case <-ctx.Done():
-				return
-			}
-			g.Go(func() error {
-				b, err := x.JSONLines(ctx, shards[i], find)
-				if err == nil {
-					b, err = withShard(shards[i].Key, b)
-				}
-				bar.Add64(shards[i].Size)
-				results[i] <- built{b, err}
-				return nil
-			})
-		}
-	}()
-	w := bufio.NewWriterSize(out, 1<<20)
-	for i, o := range shards {
-		var r built
-		select {
-		case r = <-results[i]:
-		case <-ctx.Done():
-			return failed, nil
-		}
-		<-ahead
-		if r.err != nil {
-			failed++
-			fmt.Fprintf(errOut, "failed: %s: %v\n", o.Key, r.err)
-			continue
-		}
-		if _, err := w.Write(r.lines); err != nil {
-			return failed, err
-		}
-	}
-	<-builders
-	bar.Finish()
-	return failed, w.Flush()
-}
-
-// withShard adds "shard":key in front of each line of a rendered index.
-func withShard(key string, lines []byte) ([]byte, error) {
-	k, err := json.Marshal(key)
-	if err != nil {
-		return nil, err
-	}
-	prefix := append(append([]byte(`{"shard":`), k...), ',')
-	var out bytes.Buffer
-	for len(lines) > 0 {
-		line, rest, _ := bytes.Cut(lines, []byte{'\n'})
-		if len(line) < 2 || line[0] != '{' {
-			return nil, errors.New("malformed index line")
-		}
-		out.Write(prefix)
-		out.Write(line[1:])
-		out.WriteByte('\n')
-		lines = rest
-	}
-	return out.Bytes(), nil
 }

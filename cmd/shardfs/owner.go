@@ -5,6 +5,8 @@ import (
 	"os"
 	"path/filepath"
 	"syscall"
+
+	"github.com/shardfs/shardfs/atomicfile"
 )
 
 // cacheOwner is written into a cache dir by the mount that owns it, so
@@ -24,21 +26,9 @@ func writeCacheOwner(dir string, o cacheOwner) (remove func(), err error) {
 	if err != nil {
 		return nil, err
 	}
-	// Written to a new private file and renamed into place: a link planted
-	// at path is replaced, never written through.
-	f, err := os.CreateTemp(dir, ownerFile+".*")
-	if err != nil {
-		return nil, err
-	}
-	_, err = f.Write(raw)
-	if cerr := f.Close(); err == nil {
-		err = cerr
-	}
-	if err == nil {
-		err = os.Rename(f.Name(), path)
-	}
-	if err != nil {
-		os.Remove(f.Name())
+	// Replaced whole, never written through a link planted at path.
+	// Atomic, not durable: after a power loss the mount it names is gone.
+	if err := atomicfile.WriteFile(path, atomicfile.Atomic, raw); err != nil {
 		return nil, err
 	}
 	return func() { os.Remove(path) }, nil

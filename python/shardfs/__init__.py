@@ -16,13 +16,15 @@ Public names (stable; each also importable from its module):
     Client            shardfs.gpu       the GPU side interface: read_into(dst, path,
                                         offset, length) into numpy arrays, pinned or
                                         CUDA torch tensors (needs numpy)
+    GPUPrefetcher     shardfs.gpu       batches read into CUDA tensors a step ahead
 
 Only the standard library is required. torch is used when installed (the
 datasets are then torch Datasets; without it they are plain iterables and
-sequences); numpy is needed by shardfs.gpu alone. The datasets and the GPU
+sequences); numpy is needed by shardfs.gpu alone (its ABI names excepted). The datasets and the GPU
 client are imported on first use, so `import shardfs` is cheap.
 """
 
+from ._lazy import lazy
 from .hints import Hints, write_hints
 from .mount import SideFiles, capabilities, find_mount, read_stats, side_files
 
@@ -38,22 +40,11 @@ _LAZY = {
     "build_index": "mapstyle",
     "index_shard": "mapstyle",
     "Client": "gpu",
+    "GPUPrefetcher": "gpu",
 }
 
 __all__ = ["Hints", "write_hints", "SideFiles", "capabilities", "find_mount", "read_stats", "side_files",
            *_LAZY]
 
 
-def __getattr__(name):
-    module = _LAZY.get(name)
-    if module is None:
-        raise AttributeError("module 'shardfs' has no attribute %r" % name)
-    from importlib import import_module
-
-    value = getattr(import_module("." + module, __name__), name)
-    globals()[name] = value
-    return value
-
-
-def __dir__():
-    return sorted(set(globals()) | set(_LAZY))
+__getattr__, __dir__ = lazy(globals(), _LAZY)

@@ -1,6 +1,6 @@
 """Tests of the GPU side interface through a real shardfs mount (no GPU).
 
-    /usr/bin/python3 gds/python/test_client.py --mount MNT --source DIR [--whole REL --cold REL]
+    python3 python/tests/integration/test_client.py --mount MNT --source DIR [--whole REL --cold REL]
 
 DIR holds the same files as the mount. --whole names a shard the mount's
 cache holds as a whole-shard file (`shardfs warm` before the mount), --cold
@@ -19,7 +19,10 @@ import traceback
 import numpy as np
 
 import shardfs.gpu as gds
-from shardfs import pipeline
+from shardfs.gpu import abi, batch, cufile, wholefile
+from shardfs.gpu import lease as lease_path
+from shardfs.gpu.ctl import Buffer, Lease, ioctl
+from shardfs.gpu.engines import HostCopyEngine
 
 RESULTS = {"passed": 0, "failed": 0, "skipped": 0}
 # read_into's paths other than a whole-shard file: the shared RAM tier
@@ -87,9 +90,7 @@ class Suite:
     def capabilities(self):
         caps = self.client.capabilities()
         assert caps["abi_version"] == gds.ABI_VERSION, caps
-        want = {"register": gds.REGISTER, "unregister": gds.UNREGISTER, "read": gds.READ,
-                "lease": gds.LEASE, "lease_drop": gds.LEASE_DROP, "submit": gds.SUBMIT, "wait": gds.WAIT,
-                "whole_file": gds.WHOLE_FILE}
+        want = abi.COMMANDS
         assert caps["commands"] == want, (caps["commands"], want)
         assert isinstance(caps["gpus"], list) and caps["block_size"] > 0, caps
 
@@ -151,15 +152,15 @@ class Suite:
 
     @check("READ into unknown, unregistered and another handle's buffers (EBADF)")
     def buffer_errors(self):
-        bogus = gds.Buffer(self.client, 987654321, 4096, bytearray(4096))
+        bogus = Buffer(self.client.ctl, 987654321, 4096, bytearray(4096))
         expect_errno(errno.EBADF, self.client.read, self.big, 0, 1, bogus)
         extra = self.client.register_buffer(4096)
         assert self.client.read(self.big, 0, 10, extra) == 10
         stale_id = extra.id
         extra.unregister()
-        expect_errno(errno.EBADF, self.client.read, self.big, 0, 1, gds.Buffer(self.client, stale_id, 4096, bytearray(4096)))
+        expect_errno(errno.EBADF, self.client.read, self.big, 0, 1, Buffer(self.client.ctl, stale_id, 4096, bytearray(4096)))
         with gds.Client(self.mount, buffer_size=0) as other:
-            theirs = gds.Buffer(other, self.client.staging.id, 4096, bytearray(4096))
+            theirs = Buffer(other.ctl, self.client.staging.id, 4096, bytearray(4096))
             expect_errno(errno.EBADF, other.read, self.big, 0, 1, theirs)
 
     def shm(self, mode=0o600, size=4096):
@@ -206,9 +207,9 @@ class Suite:
 
     @check("malformed requests: ABI version (EPROTO), unknown command (ENOTTY)")
     def malformed(self):
-        req = gds._READ.pack(gds.ABI_VERSION + 1, 0, 0, 1, self.client.staging.id, 0, 0, self.big.encode())
-        expect_errno(errno.EPROTO, gds.Client._ioctl, self.client.ctl_fd, gds.READ, req)
-        expect_errno(errno.ENOTTY, gds.Client._ioctl, self.client.ctl_fd, gds._ioc(3, 60, 16), bytes(16))
+        req = abi.READ_REQ.pack(abi.ABI_VERSION + 1, 0, 0, 1, self.client.staging.id, 0, 0, self.big.encode())
+        expect_errno(errno.EPROTO, ioctl, self.client.ctl_fd, abi.READ, req)
+        expect_errno(errno.ENOTTY, ioctl, self.client.ctl_fd, abi.ioc(3, 60, 16), bytes(16))
 
     @check("the daemon still serves after the errors")
     def still_serves(self):
@@ -238,14 +239,12 @@ class Suite:
                 pos += e.length
             assert bytes(got) == data[off:off + lease.covered]
             lease_id = lease.id
-        stale = gds.Lease(self.client, lease_id, 0, [])
+        stale = Lease(self.client.ctl, lease_id, 0, [])
         expect_errno(errno.ENOENT, stale.drop)
         expect_errno(errno.ERANGE, self.client.lease, self.big, len(data), 1)
 
     @check("direct path: chosen only with real GDS; a missing libcufile is a clean ENOENT")
     def direct_choice(self):
-        import shardfs.cufile as shardfs_cufile
-
         try:
             import kvikio  # noqa: F401
             has_kvikio = True
@@ -253,12 +252,12 @@ class Suite:
             has_kvikio = False
         with gds.Client(self.mount, buffer_size=0) as c:
             mode = c.direct_mode()
-            if not has_kvikio and not shardfs_cufile.nvfs_loaded():
+            if not has_kvikio and not cufile.nvfs_loaded():
                 assert mode is None, "direct path %r chosen without nvidia-fs or kvikio" % mode
         with gds.Client(self.mount, buffer_size=0, direct=False) as c:
             assert c.direct_mode() is None
         try:
-            shardfs_cufile.CuFile(candidates=[os.path.join(self.source, "no-such-libcufile.so")])
+            cufile.CuFile(candidates=[os.path.join(self.source, "no-such-libcufile.so")])
         except OSError as e:
             assert e.errno == errno.ENOENT and "no-such-libcufile.so" in str(e), e
         else:
@@ -332,7 +331,7 @@ class Suite:
             assert not other.staging.array[:10].any(), "another handle's buffer was written"
             buf.unregister()
         max_batch = self.client.capabilities()["batch"]["max_batch"]
-        big = pipeline.Queue(self.client, entries=max_batch + 1)
+        big = batch.Queue(self.client.ctl, entries=max_batch + 1)
         expect_errno(errno.E2BIG, big.submit, [(self.big, 0, 1, self.client.staging, 0, i) for i in range(max_batch + 1)])
         big.close()
         expect_errno(errno.EAGAIN, q.submit, [(self.big, 0, 1, self.client.staging, 0, i) for i in range(q.n + 1)])
@@ -366,12 +365,12 @@ class Suite:
 
     @check("pipelined read_into: chunks copied as they land, a slot reused only after its copy, bytes right")
     def pipeline(self):
-        class FakeEngine(pipeline.HostCopyEngine):
+        class FakeEngine(HostCopyEngine):
             """Records the pipeline's calls; checks a slot is never refilled
             while its copy may still run."""
 
             def __init__(self):
-                super().__init__()
+                super().__init__(record=True)
                 self.busy = set()
                 self.reuses = 0
 
@@ -411,9 +410,10 @@ class Suite:
                 for off, n in [(1 << 20, 1 << 20), (0, len(data)), (4096, 300_000)]:
                     out = np.zeros(n, np.uint8)
                     eng = FakeEngine()
-                    got = pipeline.read_leased(c, c.staging, out, self.big, off, n, 64 << 10, eng, unless_in_ram=False)
+                    got = lease_path.read_leased(c.ctl, c._ring, c.staging, out, self.big, off, n, 64 << 10, eng,
+                                                 unless_in_ram=False)
                     assert got == n and out.tobytes() == data[off:off + n], (off, n)
-                assert c._ring_fds, "leased reads did not read the ring file"
+                assert c._ring._fds, "leased reads did not read the ring file"
 
     def need_whole(self):
         if not self.whole or not self.cold:
@@ -463,8 +463,8 @@ class Suite:
                 expect_errno(errno.ERANGE, c.read_into, np.zeros(1, np.uint8), self.whole, size + 1, 1)
                 cold = self.data(self.cold)
                 c._whole.ABSENT_SECONDS = 600  # however slow this box is, the second read is inside it
-                asked, real = [], c.whole_file
-                c.whole_file = lambda p: (asked.append(p), real(p))[1]
+                asked, real = [], c.ctl.whole_file
+                c.ctl.whole_file = lambda p: (asked.append(p), real(p))[1]
                 for _ in range(2):
                     out = np.zeros(len(cold), np.uint8)
                     assert c.read_into(out, self.cold, 0, len(cold)) == len(cold) and out.tobytes() == cold
@@ -487,8 +487,6 @@ class Suite:
     def whole_cufile_engine(self):
         self.need_whole()
         import types
-
-        from shardfs import wholefile
 
         saved = {k: sys.modules.get(k) for k in ("kvikio", "kvikio.defaults")}
         saved_env = os.environ.get("SHARDFS_CUFILE_LIB")
@@ -522,11 +520,11 @@ class Suite:
             engine = wholefile.choose_engine(None)
             assert engine is not None and engine.mode() == "kvikio, compatibility mode", engine
             assert wholefile.choose_engine(False) is None
-            assert gds._kvikio_backend(None) is None, "leases read with cuFile in compatibility mode"
+            assert cufile.kvikio_reader(None) is None, "leases read with cuFile in compatibility mode"
             data = self.data(self.whole)
             with gds.Client(self.mount, buffer_size=256 << 10, chunk_size=64 << 10) as c:
                 assert c.whole_file_mode() == "kvikio, compatibility mode", c.whole_file_mode()
-                copies = c._engines["cuda"] = pipeline.HostCopyEngine()  # stands in for the CUDA stream
+                copies = c._engines["cuda"] = HostCopyEngine(record=True)  # stands in for the CUDA stream
                 for off, n in [(0, len(data)), (12345, 1 << 20)]:
                     out = np.zeros(n, np.uint8)
                     assert c._read_whole(out, self.whole, off, n, True) == n and out.tobytes() == data[off:off + n]
@@ -604,7 +602,7 @@ class Suite:
             # The tier holds [mib, 3 mib) at least (a cold READ may have put
             # more there): LEASE_FROM_RAM is made to refuse past 3 mib, as a
             # daemon whose tier holds no more would.
-            real = c.lease
+            real = c.ctl.lease
 
             def lease_to(path, offset, length, flags=0):
                 if flags & gds.LEASE_FROM_RAM:
@@ -613,12 +611,12 @@ class Suite:
                     length = min(length, 3 * mib - offset)
                 return real(path, offset, length, flags)
 
-            c.lease = lease_to
+            c.ctl.lease = lease_to
             out = np.full(4 * mib, 0xEE, np.uint8)
             assert c.read_into(out, self.big, mib + 5, 4 * mib) == 4 * mib and out.tobytes() == data[mib + 5:5 * mib + 5]
             assert c.path_stats["ram lease"]["bytes"] == 2 * mib - 5, c.path_stats
             assert sum(v["bytes"] for k, v in c.path_stats.items() if k != "ram lease") == 2 * mib + 5, c.path_stats
-            c.lease = real
+            c.ctl.lease = real
             out = np.zeros(2 * mib - 7, np.uint8)
             assert c.read_into(out, self.big, mib + 7, 2 * mib - 7) == 2 * mib - 7 and out.tobytes() == data[mib + 7:3 * mib]
             assert c.last_path == "ram lease", c.last_path
@@ -633,33 +631,37 @@ class Suite:
     @check("shared RAM tier: the CUDA path with a fake copy engine: each lease held until its copies pass, "
            "at most MAX_HELD held, a sequential reader's window read with no LEASE, all dropped by drain")
     def ram_lease_async(self):
-        from shardfs import ramtier
-
         data = self.data(self.big)
         mib = 1 << 20
 
-        class FakeStream(ramtier.HostEngine):
-            """Copies at once, but says a fence passed only when told."""
+        class FakeStream(HostCopyEngine):
+            """Copies at once, but says a slot's copies are done only when told."""
 
             def __init__(self):
-                self.fences, self.passed_ = 0, set()
-                self.waited = []
+                super().__init__()
+                self.passed, self.waited = set(), []
 
-            def fence(self):
-                self.fences += 1
-                return self.fences
+            def done(self, slot):
+                return slot in self.passed
 
-            def passed(self, token):
-                return token in self.passed_
+            def reuse(self, slot):
+                self.waited.append(slot)
+                self.passed.add(slot)
 
-            def wait(self, token):
-                self.waited.append(token)
-                self.passed_.add(token)
+        class NoPins:
+            """Stands in for CUDA's registration of the tier's mapping."""
+
+            def pin(self, array, lo, hi):
+                pass
+
+            def unpin(self):
+                pass
 
         with gds.Client(self.mount, buffer_size=4 * mib) as c:
             self.need_ram_leases(c)
             self.into_ram(c, self.big, mib, 2 * mib)
             fake = c._ram.engines["cuda"] = FakeStream()
+            c._ram._pins = NoPins()
             c._ram.MAX_HELD = 2
             half = mib // 2
             # Backwards, so that each read leases its own range: the last
@@ -674,9 +676,9 @@ class Suite:
                 assert len(c._ram.held) <= c._ram.MAX_HELD, len(c._ram.held)
                 leases.append(c._ram.window.lease)
             ids = [lease.id for lease in leases]
-            assert fake.waited == [1], "the oldest copy was waited for once MAX_HELD were held: %s" % fake.waited
-            assert [lease.id for _, _, lease in c._ram.held] == ids[1:3] and leases[0].id is None, (ids, c._ram.held)
-            fake.passed_.update(range(1, fake.fences + 1))
+            assert fake.waited == leases[:1], "the oldest copy was waited for once MAX_HELD were held: %s" % fake.waited
+            assert [lease.id for _, lease in c._ram.held] == ids[1:3] and leases[0].id is None, (ids, c._ram.held)
+            fake.passed.update(leases)
             c._ram._reap()
             assert not c._ram.held and leases[3].id is not None, "the window's lease was dropped while it was the window"
             # A read that continues the last one leases on from there, as far
@@ -686,18 +688,18 @@ class Suite:
             assert c._read_ram(out, self.big, mib + half, half, True) == (half, True)
             w = c._ram.window
             assert w.lo == mib + half and w.hi > mib + mib, (w.lo, w.hi)
-            real, asked = c.lease, []
-            c.lease = lambda *a, **k: (asked.append(a), real(*a, **k))[1]
+            real, asked = c.ctl.lease, []
+            c.ctl.lease = lambda *a, **k: (asked.append(a), real(*a, **k))[1]
             assert c._read_ram(out, self.big, mib + mib, half, True) == (half, True)
             assert out.tobytes() == data[2 * mib:2 * mib + half] and not asked and c._ram.window is w, asked
-            c.lease = real
+            c.ctl.lease = real
             c._ram.drain()
             assert not c._ram.held and c._ram.window is None
             # The drained leases are gone from the daemon: a second drop is refused.
             for lid in ids + [w.lease.id]:
                 if lid is not None:
-                    expect_errno(errno.ENOENT, gds.Client._ioctl, c.ctl_fd, gds.LEASE_DROP,
-                                 gds._LEASE_DROP.pack(gds.ABI_VERSION, 0, lid))
+                    expect_errno(errno.ENOENT, ioctl, c.ctl_fd, abi.LEASE_DROP,
+                                 abi.LEASE_DROP_REQ.pack(abi.ABI_VERSION, 0, lid))
 
     @check("whole file: evicted between WHOLE_FILE and the open, and under an open client: fallback, right bytes")
     def whole_evicted(self):
@@ -706,7 +708,7 @@ class Suite:
         with gds.Client(self.mount, ram_direct=False) as before, gds.Client(self.mount, ram_direct=False) as racing:
             out = np.zeros(len(data), np.uint8)
             assert before.read_into(out, self.whole, 0, len(data)) == len(data) and before.last_path == "whole-file pread"
-            real = racing.whole_file
+            real = racing.ctl.whole_file
             named = []
 
             def evicting(path):
@@ -715,11 +717,11 @@ class Suite:
                 named.append(file)
                 return file, size
 
-            racing.whole_file = evicting
+            racing.ctl.whole_file = evicting
             out = np.zeros(len(data), np.uint8)
             assert racing.read_into(out, self.whole, 0, len(data)) == len(data) and out.tobytes() == data
             assert named and racing.last_path in OTHER_PATHS, (named, racing.last_path)
-            racing.whole_file = real
+            racing.ctl.whole_file = real
             expect_errno(errno.ENODATA, racing.whole_file, self.whole)
             # A client that had the file open asks again, is told it is gone,
             # and reads elsewhere.

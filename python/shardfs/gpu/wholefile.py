@@ -21,6 +21,8 @@ import errno
 import os
 import time
 
+from . import cufile
+
 PATH_CUFILE = "whole-file cufile"
 PATH_PREAD = "whole-file pread"
 
@@ -41,9 +43,7 @@ def choose_engine(setting):
     one cuFile read covers the range, against one READ per chunk."""
     if setting is False:
         return None
-    from . import gpu
-
-    return gpu._kvikio_backend(True) or gpu._cufile_backend(True) or None
+    return cufile.reader(True)
 
 
 class _Open:
@@ -61,7 +61,8 @@ class _Open:
 
 class WholeFiles:
     """A Client's whole-file reads: the files it has open (a few, least
-    recently used closed first) and the cuFile engine."""
+    recently used closed first) and the cuFile engine. ctl (a Control) asks
+    the daemon for the files."""
 
     MAX_OPEN = 8
     # preads in flight at once: a disk answers several requests faster than
@@ -69,9 +70,8 @@ class WholeFiles:
     # os.preadv lets go of the GIL while it waits.
     READERS = 4
     # Bytes per pread, at most: the staging buffer is cut into READERS slots
-    # of up to this. 16 MiB preads took 0.8x the client CPU per GB of 4 MiB
-    # ones in both interleaved runs that compared them; their MB/s was
-    # 1.60x in one run and 0.95x in the other (docs/BENCHMARKS.md).
+    # of up to this. Fewer, larger preads cost the client less CPU per byte
+    # (docs/BENCHMARKS.md compares the sizes).
     PREAD_SIZE = 16 << 20
     # How long a shard the daemon said is not held whole is not asked
     # about again: a mount makes no whole files (warm does, before it), so
@@ -79,8 +79,8 @@ class WholeFiles:
     # as long as a small READ.
     ABSENT_SECONDS = 2.0
 
-    def __init__(self, client, cufile=None):
-        self.client = client
+    def __init__(self, ctl, cufile=None):
+        self.ctl = ctl
         self.cufile = cufile
         self.readers = self.READERS
         self.pread_size = self.PREAD_SIZE
@@ -120,11 +120,11 @@ class WholeFiles:
         """(file path, size, _Open) of path's whole file. Raises
         Unavailable when the daemon names none or the file does not open
         (evicted since the answer)."""
-        key = path if isinstance(path, int) else self.client._rel(path)
+        key = path if isinstance(path, int) else self.ctl.rel(path)
         if self._absent.get(key, 0) > time.monotonic():
             raise Unavailable("not held whole")
         try:
-            file, size = self.client.whole_file(path)
+            file, size = self.ctl.whole_file(path)
         except OSError as e:
             if e.errno in _NEVER:
                 self.usable = False
@@ -162,11 +162,13 @@ class WholeFiles:
             raise Unavailable("%s is not %d bytes" % (file, size))
         return _Open(fd, direct)
 
-    def read(self, out, path, offset, length, cuda):
+    def read(self, out, path, offset, length, cuda, staging, copier, chunk_size):
         """Reads [offset, offset+length) of path's whole file into out (a
-        flat byte view); returns (bytes read, the path name used). Raises
-        Unavailable before writing anything the other paths would not
-        write again."""
+        flat byte view); returns (bytes read, the path name used). Without
+        cuFile the file is pread into staging (a Buffer), chunk_size or
+        more at a time, and each chunk handed to copier(cuda), the copy
+        engine of the staging buffer. Raises Unavailable before writing
+        anything the other paths would not write again."""
         file, size, f = self._file(path)
         if offset > size:
             raise Unavailable("offset past the end")  # READ reports ERANGE
@@ -184,12 +186,10 @@ class WholeFiles:
                 # cuFile refuses the file (no udev data for the disk in
                 # compatibility mode, say): preads from here on.
                 self.engine = False
-        staging = self.client.staging
         if staging is None:
             raise Unavailable("no staging buffer")
-        copier = self.client._copy_engine("cuda" if cuda else "host")
-        chunk = min(self.pread_size, max(staging.size // max(1, self.readers), self.client.chunk_size), staging.size)
-        _pread_chunks(f, staging, out, offset, length, chunk, copier, self._readers(), self.readers)
+        chunk = min(self.pread_size, max(staging.size // max(1, self.readers), chunk_size), staging.size)
+        _pread_chunks(f, staging, out, offset, length, chunk, copier(cuda), self._readers(), self.readers)
         return length, PATH_PREAD
 
 
@@ -199,8 +199,8 @@ _ALIGN = 4096  # O_DIRECT: offsets, lengths and memory in whole sectors
 def _pread_chunks(f, staging, out, offset, length, chunk, copier, pool=None, readers=1):
     """preads [offset, offset+length) of f into the staging buffer's slots
     of chunk bytes, up to readers at once on pool's threads (one at a time
-    without a pool), and hands each chunk to copier in order (the engines
-    the pipeline uses). With O_DIRECT a read starts on the sector below its
+    without a pool), and hands each chunk to copier in order (a copy engine,
+    engines.py). With O_DIRECT a read starts on the sector below its
     offset and ends on one above: the first read is shortened so that its
     slot holds the padding, and every later one starts aligned."""
     slots = max(1, staging.size // chunk)  # as many as the copy engine has

@@ -3,7 +3,7 @@ interface: each step reads one batch of raw shard bytes with read_into
 (straight into a pinned staging buffer, then to the GPU when there is one)
 and trains a small model to predict the next byte.
 
-    /usr/bin/python3 gds/python/example_train.py --mount MNT [--steps 50]
+    python3 examples/train_gpu.py --mount MNT [--steps 50]
 
 Runs on CPU when CUDA is absent.
 """

@@ -24,99 +24,60 @@ import collections
 import errno
 import mmap
 import os
-import warnings
 
 import numpy as np
 
-from . import gpu as _gpu
+from . import abi
+from .engines import CudaCopyEngine, HostCopyEngine
 
 # cudaHostRegisterReadOnly: the GPU only reads the mapping, which is
 # PROT_READ (the daemon's file is the daemon's to write).
 _CUDA_HOST_REGISTER_READ_ONLY = 0x08
 
 
-class HostEngine:
-    """Copies with numpy; done at once."""
-
-    def copy(self, out, at, ram, cache_offset, n):
-        out[at:at + n] = ram.array[cache_offset:cache_offset + n]
-
-    def fence(self):
-        return None
-
-    def passed(self, token):
-        return True
-
-    def wait(self, token):
-        pass
-
-    def prepare(self, ram, lo, hi):
-        pass
-
-    def unregister(self, array_id=None):
-        pass
-
-
-class CudaEngine:
-    """Non-blocking host-to-device copies on the current CUDA stream, out of
-    a mapping registered with CUDA a window at a time."""
+class _Pins:
+    """The windows of the tier's mapping registered with CUDA (read-only),
+    so that copies out of it are DMA: a window at a time, as reads reach
+    it, and all of them unregistered with the mapping."""
 
     WINDOW = 256 << 20
 
     def __init__(self):
+        self.windows = {}  # window index -> host address registered
+
+    def pin(self, array, lo, hi):
+        """Registers the windows of array that [lo, hi) touches."""
         import torch
 
-        self.torch = torch
-        self.windows = {}  # (mapping id, window index) -> host address registered
-
-    def prepare(self, ram, lo, hi):
-        """Registers the windows of ram's mapping that [lo, hi) touches."""
         for w in range(lo // self.WINDOW, (hi - 1) // self.WINDOW + 1):
-            key = (id(ram.array), w)
-            if key in self.windows:
+            if w in self.windows:
                 continue
             start = w * self.WINDOW
-            n = min(self.WINDOW, ram.array.shape[0] - start)
-            addr = ram.array.ctypes.data + start
-            rc = self.torch.cuda.cudart().cudaHostRegister(addr, n, _CUDA_HOST_REGISTER_READ_ONLY)
+            n = min(self.WINDOW, array.shape[0] - start)
+            addr = array.ctypes.data + start
+            rc = torch.cuda.cudart().cudaHostRegister(addr, n, _CUDA_HOST_REGISTER_READ_ONLY)
             if int(rc) != 0:
                 raise OSError(errno.EIO, "cudaHostRegister (read-only) of the RAM tier: %s" % rc)
-            self.windows[key] = addr
+            self.windows[w] = addr
 
-    def copy(self, out, at, ram, cache_offset, n):
-        if ram.tensor is None:
-            with warnings.catch_warnings():
-                warnings.simplefilter("ignore")  # the mapping is read-only; torch only reads it
-                ram.tensor = self.torch.from_numpy(ram.array)
-        out[at:at + n].copy_(ram.tensor[cache_offset:cache_offset + n], non_blocking=True)
+    def unpin(self):
+        if self.windows:
+            import torch
 
-    def fence(self):
-        ev = self.torch.cuda.Event()
-        ev.record()
-        return ev
-
-    def passed(self, token):
-        return token.query()
-
-    def wait(self, token):
-        token.synchronize()
-
-    def unregister(self, array_id=None):
-        for key, addr in list(self.windows.items()):
-            if array_id is None or key[0] == array_id:
-                self.torch.cuda.cudart().cudaHostUnregister(addr)
-                del self.windows[key]
+            for addr in self.windows.values():
+                torch.cuda.cudart().cudaHostUnregister(addr)
+            self.windows.clear()
 
 
 class _Window:
     """A lease kept across calls: a sequential reader's next reads copy
     from it with no LEASE."""
 
-    __slots__ = ("path", "lo", "hi", "lease", "engine", "token")
+    __slots__ = ("path", "lo", "hi", "lease", "engine")
 
     def __init__(self, path, lo, lease, engine):
         self.path, self.lo, self.hi, self.lease = path, lo, lo + lease.covered, lease
-        self.engine, self.token = engine, None
+        self.engine = engine
 
 
 class SharedRAM:
@@ -133,13 +94,14 @@ class SharedRAM:
     # half its slots free of leases however many clients hold windows.
     WINDOW = 64 << 20
 
-    def __init__(self, client):
-        self.client = client
+    def __init__(self, ctl):
+        self.ctl = ctl
         self.path = None
         self.array = None
-        self.tensor = None  # a torch view of array, made by the CUDA engine
         self._mm = None
-        self.held = collections.deque()  # (engine, token, lease)
+        self._pins = _Pins()
+        # (engine, lease): the engine's slot for a lease's copies is the lease.
+        self.held = collections.deque()
         self.engines = {}
         self.window = None
         self._last = None  # (path, end) of the last read
@@ -148,7 +110,7 @@ class SharedRAM:
         kind = "cuda" if cuda else "host"
         e = self.engines.get(kind)
         if e is None:
-            e = self.engines[kind] = CudaEngine() if cuda else HostEngine()
+            e = self.engines[kind] = CudaCopyEngine(own_stream=False) if cuda else HostCopyEngine()
         return e
 
     def _map(self, path):
@@ -167,9 +129,8 @@ class SharedRAM:
         if self._mm is None:
             return
         self.drain()
-        for eng in self.engines.values():
-            eng.unregister(id(self.array))
-        self.array = self.tensor = None
+        self._pins.unpin()
+        self.array = None
         try:
             self._mm.close()
         except BufferError:
@@ -179,20 +140,20 @@ class SharedRAM:
     def _retire_window(self):
         w, self.window = self.window, None
         if w is not None:
-            self.held.append((w.engine, w.token, w.lease))
+            self.held.append((w.engine, w.lease))
 
     def _reap(self):
-        while self.held and (len(self.held) > self.MAX_HELD or self.held[0][0].passed(self.held[0][1])):
-            eng, token, lease = self.held.popleft()
-            eng.wait(token)
+        while self.held and (len(self.held) > self.MAX_HELD or self.held[0][0].done(self.held[0][1])):
+            eng, lease = self.held.popleft()
+            eng.reuse(lease)
             lease.drop()
 
     def drain(self):
         """Waits for every copy and drops every lease, the window's too."""
         self._retire_window()
         while self.held:
-            eng, token, lease = self.held.popleft()
-            eng.wait(token)
+            eng, lease = self.held.popleft()
+            eng.reuse(lease)
             lease.drop()
 
     def _lease(self, path, pos, need, eng):
@@ -203,7 +164,7 @@ class SharedRAM:
         self._reap()
         ask = max(need, self.WINDOW) if self._last == (path, pos) else need
         try:
-            lease = self.client.lease(path, pos, ask, flags=_gpu.LEASE_FROM_RAM)
+            lease = self.ctl.lease(path, pos, ask, flags=abi.LEASE_FROM_RAM)
         except OSError as e:
             if e.errno in (errno.ENODATA, errno.EMFILE, errno.EBUSY, errno.ENOSPC):
                 return None
@@ -243,24 +204,24 @@ class SharedRAM:
                     if lo >= top:
                         continue
                     at = e.cache_offset + lo - e.file_offset
-                    eng.prepare(self, at, at + top - lo)
-                    self._copy_split(eng, out, lo - offset, at, top - lo)
+                    if cuda:
+                        self._pins.pin(self.array, at, at + top - lo)
+                    self._copy_split(eng, out, lo - offset, at, top - lo, w.lease)
             except BaseException:
-                eng.wait(eng.fence())
+                eng.finish()
                 self.drain()
                 raise
-            w.token = eng.fence()
             pos = hi
         self._last = (path, pos)
         return pos - offset
 
-    def _copy_split(self, eng, out, at, cache_offset, n):
+    def _copy_split(self, eng, out, at, cache_offset, n, lease):
         """One copy per registered window the extent lies in: a copy that
         spanned two registrations would not be DMA."""
-        window = CudaEngine.WINDOW
+        window = _Pins.WINDOW
         while n > 0:
             k = min(n, window - cache_offset % window)
-            eng.copy(out, at, self, cache_offset, k)
+            eng.copy(out, at, self.array[cache_offset:cache_offset + k], lease)
             at, cache_offset, n = at + k, cache_offset + k, n - k
 
     def close(self):

@@ -1,5 +1,9 @@
-"""cuFile (GPUDirect Storage) through ctypes, for the direct path when kvikio
-is not installed.
+"""The cuFile path: reads from a file straight into GPU memory, through
+kvikio when it is installed, else through libcufile itself (ctypes).
+
+reader(force) picks the engine the lease and whole-file paths read with:
+an object with mode() (a phrase) and open(path), whose files read(view,
+file_offset) a CUDA tensor view whole and close().
 
 libcufile comes with the CUDA toolkit and with the nvidia-cufile wheel that
 PyTorch pulls in. Only what the direct path needs is bound: open the driver,
@@ -170,3 +174,84 @@ class File:
             self.driver.lib.cuFileHandleDeregister(self.handle)
             os.close(self.fd)
             self.fd = -1
+
+
+class _KvikioReader:
+    def __init__(self, kvikio, compat):
+        self.kvikio, self.compat = kvikio, compat
+
+    def mode(self):
+        return "kvikio, " + ("compatibility mode" if self.compat else "cuFile")
+
+    def open(self, path):
+        f = self.kvikio.CuFile(path, "r")
+
+        class _File:
+            def read(self, view, file_offset):
+                n = view.numel() if hasattr(view, "numel") else view.nbytes
+                got = f.pread(view, n, file_offset).get()
+                if got != n:
+                    raise OSError(errno.EIO, "kvikio read %d of %d bytes at %d" % (got, n, file_offset))
+
+            def close(self):
+                f.close()
+        return _File()
+
+
+def kvikio_reader(force):
+    """The kvikio engine; None without kvikio, or in compatibility mode
+    unless force (a POSIX read and a copy: the staged path is as fast)."""
+    try:
+        import kvikio
+        import kvikio.defaults
+    except ImportError:
+        return None
+    compat = True
+    for probe in ("is_compat_mode_preferred", "compat_mode"):
+        f = getattr(kvikio.defaults, probe, None)
+        if f is not None:
+            compat = bool(f())
+            break
+    if compat and not force:
+        return None
+    return _KvikioReader(kvikio, compat)
+
+
+class _LibReader:
+    def __init__(self, driver):
+        self.driver = driver
+
+    def mode(self):
+        return "cuFile " + self.driver.mode()
+
+    def open(self, path):
+        f = self.driver.open(path)
+
+        class _File:
+            def read(self, view, file_offset):
+                n = f.pread(view.data_ptr(), view.numel(), file_offset)
+                if n != view.numel():
+                    raise OSError(errno.EIO, "cuFile read %d of %d bytes at %d" % (n, view.numel(), file_offset))
+
+            def close(self):
+                f.close()
+        return _File()
+
+
+def lib_reader(force):
+    """The libcufile engine; None when it does not load, or without real
+    GDS (the nvidia-fs module) unless force."""
+    if not force and not nvfs_loaded():
+        return None
+    try:
+        driver = CuFile()
+    except OSError:
+        return None
+    if not driver.gds and not force:
+        return None
+    return _LibReader(driver)
+
+
+def reader(force):
+    """kvikio's engine, else libcufile's, else None (see their docs)."""
+    return kvikio_reader(force) or lib_reader(force) or None

@@ -278,13 +278,7 @@ func TestShardReadWholeIsPassedThroughNextOpen(t *testing.T) {
 	m := mountShardfs(t, e2e.source(), cacheFlags(dir, wholeCacheSize)...)
 	checkShards(t, m.dir, e2e.objects)
 	whole := nonEmpty(e2e.objects)
-	deadline := time.Now().Add(2 * time.Minute)
-	for st := mountStats(t, m.dir); st["cache_whole_files"] < float64(len(whole)); st = mountStats(t, m.dir) {
-		if time.Now().After(deadline) {
-			t.Fatalf("%v of %d shards read whole were made whole-shard files", st["cache_whole_files"], len(whole))
-		}
-		time.Sleep(50 * time.Millisecond) // polling the mount's counters for the event
-	}
+	waitStat(t, m.dir, "cache_whole_files", float64(len(whole)))
 	for _, o := range e2e.objects {
 		dropPageCache(t, m.path(o.key))
 	}

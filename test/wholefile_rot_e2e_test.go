@@ -37,7 +37,9 @@ func flipByte(t *testing.T, path string, off int64) {
 // defaults (passthrough on) the first open of each file checks it: the
 // rotten one is dropped, counted and logged once, its shard read right
 // through the daemon; the others are passed to the kernel, checked once
-// each, not again at a second read. cache verify then finds nothing bad.
+// each, not again at a second read. The shard read whole through the
+// daemon is kept whole again, from the ring's checked blocks, and passed
+// through at the second read. cache verify then finds nothing bad.
 func TestWholeFileRotIsNeverPassedThrough(t *testing.T) {
 	t.Parallel()
 	dir := t.TempDir()
@@ -76,20 +78,25 @@ func TestWholeFileRotIsNeverPassedThrough(t *testing.T) {
 	if c := strings.Count(m.output.String(), "fails its check"); c != 1 {
 		t.Errorf("the drop was logged %d times, want once:\n%s", c, m.output.String())
 	}
-	if _, err := os.Stat(path); !os.IsNotExist(err) {
-		t.Errorf("the rotten file %s is still there: %v", path, err)
+	if sum, size, err := fileSHA256(path); err == nil && (sum != bad.sha256 || size != bad.size) {
+		t.Errorf("the rotten file %s is still there: %d bytes, sha256 %s", path, size, sum)
 	}
 
-	// A second read of every shard: no file is checked again.
+	// The shard read whole through the daemon is made whole again; a
+	// second read of every shard checks that file on its first open and
+	// no other file again, and passes every shard through.
+	waitStat(t, m.dir, "cache_whole_files", n)
+	before := st["passthrough_opens_total"]
 	checkShards(t, m.dir, shards)
 	st = mountStats(t, m.dir)
-	if st["cache_whole_checks_total"] != n || st["cache_whole_checksum_failures_total"] != 1 {
-		t.Errorf("after a second read: %v checked, %v dropped; want %v and 1", st["cache_whole_checks_total"], st["cache_whole_checksum_failures_total"], n)
+	if st["cache_whole_checks_total"] != n+1 || st["cache_whole_checksum_failures_total"] != 1 || st["passthrough_opens_total"]-before != n {
+		t.Errorf("after a second read: %v checked, %v dropped, %v opens passed through; want %v, 1, %v",
+			st["cache_whole_checks_total"], st["cache_whole_checksum_failures_total"], st["passthrough_opens_total"]-before, n+1, n)
 	}
 	m.stop(t)
 
 	r := runShardfs(e2e.env(), warmTimeout, "cache", "verify", "--cache-dir", dir)
-	if r.code != 0 || !strings.Contains(r.stdout, "9 whole-shard files checked, 9 good, 0 bad") {
-		t.Errorf("cache verify after the mount dropped the rotten file: exit %d; want 0, 9 good files\n%s%s", r.code, r.stdout, r.stderr)
+	if r.code != 0 || !strings.Contains(r.stdout, "10 whole-shard files checked, 10 good, 0 bad") {
+		t.Errorf("cache verify after the mount dropped the rotten file and made it again: exit %d; want 0, 10 good files\n%s%s", r.code, r.stdout, r.stderr)
 	}
 }

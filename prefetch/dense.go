@@ -33,10 +33,19 @@ const (
 	// single sample); the second on another block is a pattern.
 	minDenseBlocks = 2
 	// smallObjectDivisor: an object no larger than Budget/8 is small next
-	// to the budget; fetching all of it costs at most an eighth of the
-	// budget, the price of a few sequential windows, and a map-style
-	// epoch over it (one pread per sample, shuffled) reads it all.
+	// to the budget. Its rest is fetched once random reads have taken
+	// half of it (smallTakenFraction), not before: a shard is small, but
+	// a sparse reader (an evaluation subset, lookups) touches a few blocks
+	// of each of many shards, and fetching each shard whole after its
+	// second read fetched ten times what such readers read. A loader that
+	// reads every sample says so with its schedule (schedule.go), which
+	// the density rule leaves alone.
 	smallObjectDivisor = 8
+	// smallTakenFraction: a small object turns dense once random reads
+	// have taken 1/smallTakenFraction of it. Ski rental: the rest fetched
+	// then is at most what was read, so the object costs at most twice
+	// the bytes its reads asked for, however few come after.
+	smallTakenFraction = 2
 	// denseFraction: once random reads have touched a quarter of a
 	// larger object's blocks, the rest is fetched. Ski rental: the rest
 	// is at most three times what was read, so a reader who stops right
@@ -75,7 +84,10 @@ func Classify(a RandomAccess) Density {
 		// fetched its size five times over in a minute.
 		return Sparse
 	case a.Size <= a.Budget/smallObjectDivisor:
-		return Dense
+		if a.Taken*smallTakenFraction >= a.Size {
+			return Dense
+		}
+		return Sparse
 	case a.Touched*a.BlockSize*denseFraction >= a.Size:
 		return Dense
 	case a.Taken*takenFraction >= a.Size:

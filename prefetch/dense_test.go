@@ -15,9 +15,13 @@ func TestClassify(t *testing.T) {
 		want Density
 	}{
 		{"one read of a small shard is a peek", RandomAccess{64 * mib, mib, gib, 1, tib, 0}, Sparse},
-		{"a second block of a small shard", RandomAccess{64 * mib, mib, gib, 2, tib, 0}, Dense},
-		{"a shard of exactly budget/8", RandomAccess{128 * mib, mib, gib, 2, tib, 0}, Dense},
-		{"a shard just over budget/8", RandomAccess{128*mib + 1, mib, gib, 2, tib, 0}, Sparse},
+		{"a second block of a small shard", RandomAccess{64 * mib, mib, gib, 2, tib, 2 * mib}, Sparse},
+		{"6 random 1 MiB reads of a small shard", RandomAccess{64 * mib, mib, gib, 12, tib, 6 * mib}, Sparse},
+		{"a quarter of a small shard touched", RandomAccess{64 * mib, mib, gib, 16, tib, 16 * mib}, Sparse},
+		{"half of a small shard taken", RandomAccess{64 * mib, mib, gib, 40, tib, 32 * mib}, Dense},
+		{"just under half of a small shard taken", RandomAccess{64 * mib, mib, gib, 40, tib, 32*mib - 1}, Sparse},
+		{"half of a shard of exactly budget/8 taken", RandomAccess{128 * mib, mib, gib, 64, tib, 64 * mib}, Dense},
+		{"a shard just over budget/8, a quarter touched", RandomAccess{128*mib + 1024*kib, mib, gib, 33, tib, 0}, Dense},
 		{"200 random reads of 1 GiB touch ~180 blocks", RandomAccess{gib, mib, gib, 180, tib, 0}, Sparse},
 		{"250 random reads of 1 GiB touch ~220 blocks", RandomAccess{gib, mib, gib, 220, tib, 0}, Sparse},
 		{"a quarter of 1 GiB touched", RandomAccess{gib, mib, gib, 256, tib, 0}, Dense},

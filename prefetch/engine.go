@@ -3,15 +3,17 @@ package prefetch
 // Lock order: a lock may be taken while holding the ones above it, never
 // the ones below.
 //
-//	Reader.mu        a handle's stream: its creation and release (reader.go)
-//	lastBlock.mu     a handle's kept cache block; the cache's locks inside
+//	Reader.mu     a handle's stream: its creation and release (reader.go)
+//	lastBlock.mu  a handle's kept cache block; the cache's locks inside
 //	Engine.mu     budget, registry, GET slots, every part and stream
-//	arrival.mu       a part's arrived bytes (arrival.go); also taken alone
-//	cache locks      Cache.Lookup runs under Engine.mu; Put and ReadAt
-//	                 run outside it, from the goroutine of a GET
+//	arrival.mu    a part's arrived bytes (arrival.go); also taken alone
+//	cache locks   Cache.Lookup runs under Engine.mu; Put, ReadAt and a
+//	              part's ring reads run outside it, from a GET's goroutine
 //
-// Nothing calls back into the Engine while holding arrival.mu or a
-// cache lock.
+// Nothing calls back into the Engine while holding arrival.mu or a cache
+// lock. Engine.mu is never held across a GET, a disk read or a copy of a
+// part's bytes; lastBlock.mu, one handle's own, is held across the cache
+// read that fills it, so the handle's parallel reads wait for that one.
 
 import (
 	"context"

@@ -56,9 +56,9 @@ func crcCombine(crcA, crcB, shift uint32) uint32 {
 // crcShifter combines with one fixed shift by table. A product with a
 // constant is linear in the other factor, so four tables of 256, one per
 // byte of the register, give crcMul(shift, a) in four lookups where
-// crcMul loops over 32 bits: the bit-serial combines of a block's grains
-// were 3.5% of the daemon's CPU on a cold read with the ring on
-// (docs/BENCHMARKS.md).
+// crcMul loops over 32 bits: the combines of a block's grains run for
+// every block a cold read writes to the ring, so bit-serial ones would
+// show in the daemon's CPU.
 type crcShifter [4][256]uint32
 
 func newCRCShifter(n int64) *crcShifter {

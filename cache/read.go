@@ -66,8 +66,8 @@ func (c *Cache) readAt(obj store.Object, p []byte, off int64, promote bool) (n i
 }
 
 // ringReadsInFlight bounds the blocks one ReadAt reads at once. One
-// O_DIRECT read at a time leaves an NVMe queue nearly idle: a large READ
-// of the GPU interface ran at a tenth of memcpy that way.
+// O_DIRECT read at a time leaves an NVMe queue nearly idle, and a large
+// READ of the GPU interface runs far below the speed of a memory copy.
 const ringReadsInFlight = 8
 
 // readBlocksConcurrently calls readOne for blocks first..last, up to
@@ -224,7 +224,7 @@ func (c *Cache) readRingInto(k blockKey, want int64, buf []byte, owned bool) boo
 // of its own and returns the block's bytes. The buffer is allocated only
 // once the ring is known to hold the block: a miss, what every cold
 // random read meets first, costs no allocation (a zeroed block per miss
-// was 8% of the daemon's CPU on fio's 4 KiB random reads).
+// would cost a small random read far more than the miss itself).
 func (c *Cache) readRingNew(k blockKey, want int64) ([]byte, bool) {
 	b, ok := c.readPinned(k, want, func() []byte { return alignedBuffer(int(alignUp(want))) }, true)
 	if !ok {

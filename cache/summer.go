@@ -3,9 +3,9 @@ package cache
 // Summer computes the ring's grain CRCs of a fetch's buffer while its bytes
 // arrive, a few KiB behind the socket, when they are still in the CPU's
 // caches. Summed when the whole part is handed to Keep, every byte is read
-// back from memory once more: on a ring-on cold read that was a fifth of
-// the daemon's CPU, and summing a 32 KiB piece just copied costs a third of
-// summing it from memory (docs/BENCHMARKS.md).
+// back from memory once more, a cost paid on every cold read with the ring
+// on, while summing a piece just copied, still in the caches, costs a
+// fraction of summing it from memory.
 //
 // A Summer belongs to one buffer whose offset 0 is a block boundary, and to
 // the goroutine that fills it: Advance and From are not safe for concurrent

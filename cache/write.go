@@ -75,8 +75,8 @@ func (c *Cache) put(obj store.Object, off int64, data []byte, sums Sums, place P
 	// instead (paged), where its small reads find them: evicting RAM
 	// blocks for them would cost a fresh copy per block and push out blocks
 	// whose ring copies were written past the page cache, so that their
-	// next reads went to the disk (a fio pass over an object twice the
-	// RAM tier). Without a ring, RAM is the only place and evicts.
+	// next reads went to the disk (an object larger than the RAM tier,
+	// read at random). Without a ring, RAM is the only place and evicts.
 	intoRoom := inMemory && (place == ForOneShot || r != nil)
 	var room int64 // with intoRoom, the RAM tier's free room still untaken
 	if intoRoom {

@@ -13,8 +13,9 @@ import (
 	"github.com/hanwen/go-fuse/v2/fuse"
 )
 
-// KernelOptions are the knobs of the kernel side of the mount. Each was
-// measured (docs/BENCHMARKS.md); the defaults are what won.
+// KernelOptions are the knobs of the kernel side of the mount. The
+// defaults are the values that did best for streaming large shards; the
+// figures behind them are in docs/BENCHMARKS.md.
 type KernelOptions struct {
 	FSName        string // shown in /proc/mounts, e.g. the source
 	MaxRequest    int    // largest READ the kernel sends (1 MiB: max_pages 256)
@@ -27,9 +28,9 @@ type KernelOptions struct {
 
 // DefaultKernelOptions are tuned for streaming large shards. A 4 MiB bdi
 // read-ahead (the kernel's FUSE default is 128 KiB) makes the kernel send
-// 1 MiB READs, up to two windows ahead of the reader: measured with a
-// DataLoader on a warm cache, the daemon spent about a quarter less CPU per
-// epoch, and cold sequential reads were as fast or faster. The prefetch
+// 1 MiB READs, up to two windows ahead of the reader: fewer, larger
+// requests cost the daemon less CPU per byte, and cold sequential reads
+// lose nothing by it. The prefetch
 // policy's reorder window is sized from it (cmd/shardfs/config.go), so
 // the out-of-order requests of those windows do not look like seeks.
 func DefaultKernelOptions() KernelOptions {

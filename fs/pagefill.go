@@ -24,9 +24,9 @@ import (
 //   - Only for small reads: at most a fillMinReads-th of a block. A fill
 //     copies the whole block into new pages, which costs about what the
 //     replies to its reads would; it pays when it saves many round trips
-//     (4 KiB reads: up to 255 a block), not when it saves three (fio's
-//     256 KiB reads of 1 MiB blocks: no faster with fills, at up to 1.5x
-//     the daemon's CPU).
+//     (4 KiB reads: up to 255 a block), not when it saves three (256 KiB
+//     reads of 1 MiB blocks), where the copy costs the daemon more CPU
+//     than the round trips it saves and reads are no faster.
 //   - Each block of an inode is handed over at most once while the inode
 //     has open handles, so a fill costs at most the object's size in
 //     copies however the kernel evicts; a read of an evicted page comes to

@@ -70,8 +70,8 @@ func (readOnly) Removexattr(ctx context.Context, attr string) syscall.Errno { re
 // Getxattr answers ENOSYS, which the kernel takes as "this filesystem has
 // no extended attributes": it remembers that for the life of the mount and
 // answers every later getxattr itself (EOPNOTSUPP, or ENODATA for an ACL).
-// Without it `ls -l` sent two requests per file to the daemon
-// (security.selinux and the POSIX ACL) on every run; see docs/BENCHMARKS.md.
+// Without it `ls -l` sends two requests per file to the daemon
+// (security.selinux and the POSIX ACL) every time it runs.
 func (readOnly) Getxattr(ctx context.Context, attr string, dest []byte) (uint32, syscall.Errno) {
 	return 0, syscall.ENOSYS
 }

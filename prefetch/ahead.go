@@ -191,8 +191,9 @@ func (s *Engine) prefetchStartLocked(obj store.Object, want int64, why purpose, 
 
 // denseInFlight bounds the background parts of dense objects out at once,
 // in parts of PartSize (128 MiB at the defaults): enough GETs to fill a
-// link whose connections are slow (16 x 50 MB/s through Toxiproxy), few
-// enough that a read seldom lands on a block behind a part's front.
+// link on which each connection is slow (a remote region's rate per
+// connection), few enough that a read seldom lands on a block behind a
+// part's front.
 const denseInFlight = 16
 
 // pumpDenseLocked makes the parts of objects read densely (source.go,
@@ -203,9 +204,8 @@ const denseInFlight = 16
 // blocks in the ring are read from there into RAM.
 //
 // Few long GETs, not many short ones: the store spends most of its CPU
-// per request, not per byte. MinIO on a 2-core box served 2 GiB in 1 MiB
-// GETs with 2.9-3.3 CPU-seconds and in 8 MiB GETs with 1.4, and the
-// client's side halved as well (docs/BENCHMARKS.md, run 16). A read of a
+// per request, not per byte, and so does the client, so the same bytes
+// in longer GETs cost both sides less. A read of a
 // block still on its way waits for the bytes before it in its part; with
 // few parts out, most reads that miss land on blocks no part covers yet
 // and get a GET of their own that starts at their block (denseNeed).

@@ -39,8 +39,7 @@ type Config struct {
 	// on the object's next read. 0 disables. The default is the kernel's
 	// first READ of a file read in small pieces (4 pages): on a
 	// rate-limited link the smaller the response, the sooner its first
-	// byte (16 KiB measured a millisecond ahead of 64 KiB through a
-	// 50 MB/s proxy).
+	// byte, so a head no larger than that first READ answers it soonest.
 	HeadSize int64
 
 	// DenseRandom: fetch the rest of an object that random reads use

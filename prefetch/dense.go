@@ -52,8 +52,8 @@ const (
 	// after the switch has cost at most four times what it read, while
 	// one who reads on (a shuffled epoch, fio's one random pass) waits
 	// for one stream of part GETs instead of a round trip per block; at a
-	// half, fio's one pass of 256 KiB reads over a 2 GiB object spent
-	// most of its time in the round trips before the switch. 200 random
+	// half, a reader that reads the object through spends most of its
+	// time in the round trips before the switch. 200 random
 	// reads of a 1 GiB object (1024 blocks of 1 MiB) touch about 180:
 	// sparse.
 	denseFraction = 4
@@ -79,9 +79,8 @@ func Classify(a RandomAccess) Density {
 	case a.Size > a.Room:
 		// Fetched ahead of its reads, the rest of the object would push
 		// the first blocks out of the cache before their reads came,
-		// and every block would be fetched again: an epoch of 4 KiB
-		// reads over a 2 GiB object with a 1 GiB RAM tier and no ring
-		// fetched its size five times over in a minute.
+		// and every block would be fetched again: one pass of reads
+		// would fetch the object several times over.
 		return Sparse
 	case a.Size <= a.Budget/smallObjectDivisor:
 		if a.Taken*smallTakenFraction >= a.Size {

@@ -26,8 +26,8 @@ type getSlots struct {
 // bytes of its GET, and while a part's head holds back its rest. A dense
 // object's background parts do not: at most denseInFlight of them run
 // (pumpDenseLocked), and they are what its next reads find; held back
-// behind every read that missed, they left the reads of a fio pass with
-// four jobs waiting twice as often (docs/BENCHMARKS.md, run 16).
+// behind every read that missed, they would arrive after the reads that
+// wanted them, which would then wait on GETs of their own.
 func (s *Engine) enqueueLocked(p *part) {
 	if !p.urgent && p.why != forDenseRest && (p.o.awaitingFirst > 0 || p.o.heads > 0) {
 		p.o.deferred = append(p.o.deferred, p)

@@ -330,10 +330,10 @@ func (s *Engine) pumpScheduleLocked() {
 
 // scheduleSlots is how many GETs may run when the schedule starts
 // another: half the slots, the rest left to reads and the density rule.
-// A schedule's first window otherwise started all of them at once (64
-// GETs of 8 MiB where the density rule ran about 30): more buffers and
-// streams in flight, the same bytes, more CPU per byte on a small box;
-// a GET that ends lets the schedule start the next (get).
+// A schedule's first window would otherwise start all of them at once,
+// more than the density rule ever has out: more buffers and streams in
+// flight for the same bytes, so more CPU per byte; a GET that ends lets
+// the schedule start the next (get).
 func scheduleSlots(concurrency int) int { return max(concurrency/2, 1) }
 
 // placeLocked makes the parts of e's blocks that have none, or gives the

@@ -321,10 +321,9 @@ func (s *Engine) noteRandomLocked(o *object, need Range, asked int64) (dense boo
 // block, so it waits for no byte before it, and brings the blocks after it
 // that the background fetch would otherwise ask for in a GET of their own:
 // the store's cost is per request (pumpDenseLocked). Blocks a part or the
-// cache already holds stay out (coverLocked). A fio pass of 256 KiB reads
-// with four jobs made a sixth fewer GETs and ran 1.3-1.4x faster with it
-// (docs/BENCHMARKS.md, run 16). need is not empty: noteRandomLocked calls
-// no empty read dense.
+// cache already holds stay out (coverLocked). Fewer GETs for the same
+// bytes, and reads that wait less. need is not empty: noteRandomLocked
+// calls no empty read dense.
 func (s *Engine) denseNeed(o *object, need Range) Range {
 	need.End = min(max(need.End, ceilTo(need.Start+1, s.cfg.PartSize)), o.obj.Size)
 	return need

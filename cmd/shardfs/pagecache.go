@@ -32,9 +32,8 @@ func parsePageCache(s string) (pageCacheChoice, error) {
 // resolve picks the policy for a data set of objects on a machine with ram
 // bytes of memory. auto reads a data set larger than RAM directly: an
 // epoch's pages are evicted before the next epoch reaches them, so keeping
-// them buys nothing and costs the readers a second copy (docs/BENCHMARKS.md,
-// page cache policy). A smaller one keeps its pages: every later epoch is
-// then read from memory.
+// them buys nothing and costs the readers a second copy. A smaller one
+// keeps its pages: every later epoch is then read from memory.
 func (c pageCacheChoice) resolve(objects []store.Object, ram int64) shardfs.PageCache {
 	if !c.auto {
 		return c.fixed

@@ -5,11 +5,11 @@ import (
 	"testing/synctest"
 )
 
-// TestReadWholeMakesAWholeFile: a shard read whole, every block in the
+// TestReadDoneMakesAWholeFileFromTheRing: a shard read whole, every block in the
 // ring, becomes a whole-shard file holding its bytes, in the background;
 // one with a block missing from the ring does not, and leaves nothing
 // behind. Close stops the copier.
-func TestReadWholeMakesAWholeFile(t *testing.T) {
+func TestReadDoneMakesAWholeFileFromTheRing(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		dir := t.TempDir()
 		c := openCache(t, wholeConfig(dir, 64))
@@ -19,8 +19,8 @@ func TestReadWholeMakesAWholeFile(t *testing.T) {
 		putRange(c, gap.obj, 0, gap.data[:testBlock])
 		putRange(c, gap.obj, 2*testBlock, gap.data[2*testBlock:])
 
-		c.ReadWhole(gap.obj)
-		c.ReadWhole(o.obj)
+		c.ReadDone(gap.obj, true)
+		c.ReadDone(o.obj, true)
 		synctest.Wait() // the copier has made what it could and waits for more
 		mustReadWhole(t, c, o)
 		if c.HasWholeFile(gap.obj) {

@@ -278,6 +278,29 @@ func (w *wholeFiles) open(name string, size int64) (*os.File, bool) {
 	return file, true
 }
 
+// markChecked remembers the held file name as checked in its present
+// state: its bytes were summed as this process made it.
+func (w *wholeFiles) markChecked(name string) {
+	w.mu.Lock()
+	f := w.files[name]
+	w.mu.Unlock()
+	if f == nil {
+		return
+	}
+	file, err := openPrivate(w.path(name), os.O_RDONLY)
+	if err != nil {
+		return
+	}
+	defer file.Close()
+	st, err := stampOf(file)
+	if err != nil {
+		return
+	}
+	f.check.Lock()
+	f.checked = st
+	f.check.Unlock()
+}
+
 // drop forgets and unlinks f, unless the table no longer holds it (it
 // was evicted or dropped meanwhile). With forget, its journal record is
 // removed too (a tombstone record), so the journal no longer vouches for

@@ -477,8 +477,8 @@ func (c warmCache) ReadChunks(obj store.Object, p []byte, off int64) (cache.Tier
 	return cache.InRAM, ok && n == len(p)
 }
 
-func (c warmCache) RAMFree() int64         { return 1 << 40 }
-func (c warmCache) ReadWhole(store.Object) {}
+func (c warmCache) RAMFree() int64              { return 1 << 40 }
+func (c warmCache) ReadDone(store.Object, bool) {}
 
 func (c warmCache) ReadRAM(store.Object, []byte, int64) bool { return false }
 

@@ -80,9 +80,10 @@ type Cache interface {
 	// ReadRAM copies a read inside one block that the RAM tier holds,
 	// and nothing else.
 	ReadRAM(obj store.Object, p []byte, off int64) bool
-	// ReadWhole says a handle read obj from its first byte to its last:
-	// the cache may keep it as a whole-shard file. It never waits.
-	ReadWhole(obj store.Object)
+	// ReadDone says a handle reading obj closed, and whether it read obj
+	// from its first byte to its last: the cache may keep a shard read
+	// whole as a whole-shard file. It never waits.
+	ReadDone(obj store.Object, whole bool)
 }
 
 // ErrClosed is returned by reads on a closed Stream or Engine.

@@ -64,7 +64,7 @@ func (r *Reader) FillCache() {
 
 // Close releases the handle's stream; reads after it fail. A handle that
 // read its object whole tells the cache, which may keep it as a
-// whole-shard file for the next open (Cache.ReadWhole). One-shot reads
+// whole-shard file for the next open (Cache.ReadDone). One-shot reads
 // (the GPU interface's READ, one reader per range) do not: a range read
 // into a client's buffer is not an open that the kernel will make again.
 func (r *Reader) Close() {
@@ -81,8 +81,8 @@ func (r *Reader) Close() {
 	r.last.data = nil
 	r.last.mu.Unlock()
 	if r.stream != nil {
-		if r.s.cache != nil && !r.oneShot && r.stream.readWhole() {
-			r.s.cache.ReadWhole(r.obj)
+		if r.s.cache != nil && !r.oneShot {
+			r.s.cache.ReadDone(r.obj, r.stream.readWhole())
 		}
 		r.stream.Close()
 		r.stream = nil

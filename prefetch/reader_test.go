@@ -22,7 +22,7 @@ type blockCache struct {
 
 	mu     sync.Mutex
 	reads  int
-	wholes []string // keys ReadWhole was told of
+	wholes []string // keys ReadDone was told were read whole
 }
 
 func (c *blockCache) Lookup(obj store.Object, index int64) cache.Tier {
@@ -195,10 +195,12 @@ func (c *blockCache) RAMFree() int64 { return 1 << 40 }
 
 func (c *blockCache) ReadRAM(store.Object, []byte, int64) bool { return false }
 
-func (c *blockCache) ReadWhole(obj store.Object) {
+func (c *blockCache) ReadDone(obj store.Object, whole bool) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	c.wholes = append(c.wholes, obj.Key)
+	if whole {
+		c.wholes = append(c.wholes, obj.Key)
+	}
 }
 
 // TestReadWholeTellsTheCache: a handle that read its object from the first
@@ -243,10 +245,10 @@ func TestReadWholeTellsTheCache(t *testing.T) {
 	read(seeked...)
 	read()
 	if len(c.wholes) != 0 {
-		t.Fatalf("ReadWhole told of %v after half a read, a read of every byte in three runs and a one-shot read of all of it", c.wholes)
+		t.Fatalf("ReadDone told of %v read whole after half a read, a read of every byte in three runs and a one-shot read of all of it", c.wholes)
 	}
 	read(all...)
 	if len(c.wholes) != 1 || c.wholes[0] != obj.Key {
-		t.Fatalf("ReadWhole told of %v after a whole read, want [%s]", c.wholes, obj.Key)
+		t.Fatalf("ReadDone told of %v read whole after a whole read, want [%s]", c.wholes, obj.Key)
 	}
 }

@@ -58,8 +58,10 @@ func TestWarmThenStoreStopped(t *testing.T) {
 	}
 }
 
-// TestCacheSurvivesRemount: blocks read through one mount are served from
-// the ring by the next mount of the same cache dir.
+// TestCacheSurvivesRemount: what one mount read is served from the cache
+// by the next mount of the same cache dir: the shards it read whole by the
+// kernel from their whole-shard files (passthrough), the rest from the
+// ring.
 func TestCacheSurvivesRemount(t *testing.T) {
 	t.Parallel()
 	cache := cacheFlags(t.TempDir(), "512MiB")
@@ -76,8 +78,8 @@ func TestCacheSurvivesRemount(t *testing.T) {
 	if st["store_gets_total"] != 0 {
 		t.Errorf("after a clean unmount and remount: %v GETs (%v bytes), want 0", st["store_gets_total"], st["store_bytes_total"])
 	}
-	if st["cache_ring_hits_total"] == 0 {
-		t.Errorf("after a remount: cache_ring_hits_total is 0")
+	if st["cache_ring_hits_total"] == 0 && st["passthrough_opens_total"] == 0 {
+		t.Errorf("after a remount: cache_ring_hits_total and passthrough_opens_total are 0: the reads did not come from the cache")
 	}
 }
 

@@ -23,7 +23,6 @@ type Cache struct {
 
 	versions *versionMemo // versionIDs of the objects read lately
 	promote  promoter     // makes whole-shard files of shards read whole (promote.go)
-	drafts   drafts       // whole-shard files being written as their shards are read (draft.go)
 
 	ringOff      atomic.Bool // set when ring I/O failed; the ring is then bypassed
 	ringOffWarns sync.Once

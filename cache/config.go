@@ -61,11 +61,6 @@ type Config struct {
 	// (CACHE_DIR/shards); the ring gets the rest. 0: no whole files.
 	// Ring and files together never exceed Size.
 	WholeShardPercent int
-	// WholeFromReads: a mount's cache. Shards its handles read from the
-	// start are written to their whole-shard files as their blocks are
-	// put (draft.go), and shards read whole are kept whole (ReadDone).
-	// `shardfs warm` makes its files itself (MakeWholeFile).
-	WholeFromReads bool
 
 	// SizeGiven says Size was asked for rather than defaulted. When it
 	// was not, a ring already in Dir keeps its own size (a cache warmed

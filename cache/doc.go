@@ -40,9 +40,10 @@
 // Beside the ring, complete shards are kept as whole files, one per object
 // version, under CACHE_DIR/shards (shardfile.go): offsets equal to the
 // shard's, so the kernel can read them in place of the mount (FUSE
-// passthrough). They are made only from verified ring blocks, vouched for by
-// a synced journal, and share the one size bound (Config.WholeShardPercent
-// of Size; the ring gets the rest).
+// passthrough). They are made only from verified ring blocks, by warm or,
+// in a mount, for a shard a handle read whole (promote.go); each is vouched
+// for by a synced journal, and they share the one size bound
+// (Config.WholeShardPercent of Size; the ring gets the rest).
 //
 // The API is small and speaks in block indexes: Lookup says which tiers
 // hold a block, Get returns one (bytes and the tier that served), ReadAt

@@ -26,6 +26,9 @@ func TestReadDoneMakesAWholeFileFromTheRing(t *testing.T) {
 		if c.HasWholeFile(gap.obj) {
 			t.Fatal("a shard with a block missing from the ring was made a whole-shard file")
 		}
+		if st := c.Stats(); st.WholeChecks != 0 {
+			t.Errorf("%d whole-shard files checked at their first open, want 0: the copy summed the bytes", st.WholeChecks)
+		}
 		if names := wholeEntries(t, dir); len(names) != 1 {
 			t.Fatalf("whole-shard files %v, want the one of %s", names, o.obj.Key)
 		}

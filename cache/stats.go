@@ -37,7 +37,6 @@ type Stats struct {
 	WholeChecks      uint64 // whole-shard files read and CRC-checked before a descriptor was handed out
 	WholeCheckFails  uint64 // of WholeChecks, files that failed and were dropped
 	WholeQueueFull   uint64 // shards read whole not queued to be made whole-shard files: too many waited
-	WholeDrafts      uint64 // whole-shard files begun as their shards were read from the start
 	RingEnabled      bool
 }
 
@@ -51,7 +50,6 @@ type counters struct {
 	leases                                           atomic.Int64
 	wholeMade, wholeEvictions, wholeOpens            atomic.Uint64
 	wholeChecks, wholeCheckFails, wholeQueueFull     atomic.Uint64
-	wholeDrafts                                      atomic.Uint64
 }
 
 func (k *counters) snapshot() Stats {
@@ -76,6 +74,5 @@ func (k *counters) snapshot() Stats {
 		WholeChecks:      k.wholeChecks.Load(),
 		WholeCheckFails:  k.wholeCheckFails.Load(),
 		WholeQueueFull:   k.wholeQueueFull.Load(),
-		WholeDrafts:      k.wholeDrafts.Load(),
 	}
 }

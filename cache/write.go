@@ -65,12 +65,6 @@ func (c *Cache) put(obj store.Object, off int64, data []byte, sums Sums, place P
 	if place == ForOneShot {
 		r = nil
 	}
-	if r != nil && c.whole != nil {
-		if off == 0 && place == ForReadAhead {
-			c.beginDraft(obj) // read from its start: most likely whole (draft.go)
-		}
-		c.writeDraft(obj, off, data)
-	}
 	inMemory := place != ForReadAhead && c.ram != nil
 	if r == nil && !inMemory {
 		return false

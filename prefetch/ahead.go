@@ -19,7 +19,7 @@ func (s *Engine) applyLocked(st *Stream, plan Plan, asked int64, read Range) {
 		}
 	}
 	if !read.Empty() {
-		s.coverLocked(st, need, read, plan.Sequential, s.affordLocked)
+		s.coverLocked(st, need, read, plan.Sequential, s.budget.fits)
 	}
 	if s.scheduledLocked(st.o) {
 		// The loader's schedule says what it reads next: bytes past this
@@ -28,7 +28,7 @@ func (s *Engine) applyLocked(st *Stream, plan Plan, asked int64, read Range) {
 		return
 	}
 	withinShare := func(size int64) bool {
-		return s.budget.waiting == 0 && s.affordLocked(size) && st.heldBytes+size <= s.shareLocked(st)
+		return s.budget.waiting == 0 && s.budget.fits(size) && st.heldBytes+size <= s.budget.share(st.heldBytes)
 	}
 	if !plan.Ahead.Empty() {
 		s.coverLocked(st, plan.Ahead, Range{}, true, withinShare)
@@ -141,7 +141,10 @@ func (s *Engine) spillByStrideLocked(st *Stream, i, stride int, spill int64, aff
 func (s *Engine) pumpHintsLocked() {
 	for len(s.registry.hints) > 0 && !s.closed {
 		obj := s.registry.hints[0]
-		if !s.prefetchStartLocked(obj, min(s.cfg.PartSize, obj.Size), forHint, s.affordHintLocked) {
+		// Hinted objects together may use at most half the budget, so
+		// that open streams keep the rest.
+		afford := func(size int64) bool { return s.budget.classFits(classNext, size, s.cfg.Memory/2) }
+		if !s.prefetchStartLocked(obj, min(s.cfg.PartSize, obj.Size), forHint, afford) {
 			return
 		}
 		s.registry.hints[0] = store.Object{}
@@ -212,7 +215,7 @@ const denseInFlight = 16
 func (s *Engine) pumpDenseLocked() {
 	afford := func(size int64) bool {
 		limit := min(s.cfg.Memory/2, denseInFlight*s.cfg.PartSize)
-		return s.budget.waiting == 0 && s.affordLocked(size) && s.budget.byClass[classDense]+size <= limit
+		return s.budget.classFits(classDense, size, limit)
 	}
 	for len(s.registry.dense) > 0 && !s.closed {
 		d := &s.registry.dense[0]

@@ -1,8 +1,10 @@
 package prefetch
 
-// budget is the memory budget's state: what live parts are charged and who
-// waits for room. Guarded by Engine.mu.
+// budget is the memory budget: what live parts are charged, by class, the
+// buffers they hold, and who waits for room. Guarded by Engine.mu; its
+// methods touch nothing else.
 type budget struct {
+	limit     int64             // Config.Memory
 	inUse     int64             // charged to live parts
 	byClass   [numClasses]int64 // of inUse, by the class of the parts' purpose
 	dying     int64             // of inUse, parts removed whose GET has yet to return
@@ -10,8 +12,10 @@ type budget struct {
 	released  chan struct{}     // closed and replaced whenever budget is released
 	holding   int               // streams holding at least one part
 	pool      bufPool
-	allocated int64 // bytes in parts' buffers (started, or waiting after their head); with pool.bytes, at most Memory
+	allocated int64 // bytes in parts' buffers (started, or waiting after their head); with pool.bytes, at most limit
 }
+
+func newBudget(limit int64) budget { return budget{limit: limit, released: make(chan struct{})} }
 
 // charge adds size bytes (negative: releases) to class c.
 func (b *budget) charge(c budgetClass, size int64) {
@@ -19,24 +23,50 @@ func (b *budget) charge(c budgetClass, size int64) {
 	b.byClass[c] += size
 }
 
-// shareLocked is the read-ahead st may hold: an equal slice of the budget
-// among the streams holding parts, counting st.
-func (s *Engine) shareLocked(st *Stream) int64 {
-	n := s.budget.holding
-	if st.heldBytes == 0 {
-		n++
-	}
-	return s.cfg.Memory / int64(max(n, 1))
+// fits reports whether size more bytes fit in the budget now.
+func (b *budget) fits(size int64) bool { return b.inUse+size <= b.limit }
+
+// classFits reports whether size more bytes fit for class c, whose parts
+// may hold at most limit, when no read waits for room: every class but
+// reads yields to a read that waits.
+func (b *budget) classFits(c budgetClass, size, limit int64) bool {
+	return b.waiting == 0 && b.fits(size) && b.byClass[c]+size <= limit
 }
 
-// affordLocked reports whether size more bytes fit in the budget now.
-func (s *Engine) affordLocked(size int64) bool { return s.budget.inUse+size <= s.cfg.Memory }
+// share is the read-ahead a stream holding held bytes may hold: an equal
+// slice of the budget among the streams holding parts, counting it.
+func (b *budget) share(held int64) int64 {
+	n := b.holding
+	if held == 0 {
+		n++
+	}
+	return b.limit / int64(max(n, 1))
+}
 
-// affordHintLocked is affordLocked for hinted objects, which together may
-// use at most half the budget so open streams keep the rest, and never
-// take budget that a read is waiting for.
-func (s *Engine) affordHintLocked(size int64) bool {
-	return s.budget.waiting == 0 && s.affordLocked(size) && s.budget.byClass[classNext]+size <= s.cfg.Memory/2
+// notify wakes every read waiting for budget.
+func (b *budget) notify() {
+	close(b.released)
+	b.released = make(chan struct{})
+}
+
+// allocate returns a buffer of size bytes for a part starting its GET,
+// from the pool when it holds one, and trims the pool so that buffers in
+// use and pooled never pass the limit.
+func (b *budget) allocate(size int64) []byte {
+	buf := b.pool.get(size)
+	b.allocated += size
+	b.pool.trim(b.limit - b.allocated)
+	return buf
+}
+
+// free takes back a freed part's buffer of size bytes, pooling it unless
+// the cache kept it as its RAM copy (kept).
+func (b *budget) free(buf []byte, size int64, kept bool) {
+	b.allocated -= size
+	if !kept {
+		b.pool.put(buf)
+	}
+	b.pool.trim(b.limit - b.allocated)
 }
 
 // evictOneLocked drops one part that no read is using, to make room for a
@@ -47,7 +77,7 @@ func (s *Engine) affordHintLocked(size int64) bool {
 // of the stream holding the most, whatever it holds.
 func (s *Engine) evictOneLocked(requester *Stream) bool {
 	richest, furthest := s.richestLocked()
-	if furthest != nil && richest.heldBytes > s.shareLocked(requester) {
+	if furthest != nil && richest.heldBytes > s.budget.share(requester.heldBytes) {
 		s.evictLocked(furthest)
 		return true
 	}

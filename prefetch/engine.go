@@ -139,7 +139,7 @@ func NewEngine(cfg Config, f Fetcher, sink Sink, log *slog.Logger) *Engine {
 	return &Engine{
 		cfg: cfg, fetch: f, sink: sink, cache: cache, log: log, ctx: ctx, cancel: cancel,
 		sharedRAM: shared != nil && shared.SharesRAM(),
-		budget:    budget{released: make(chan struct{})},
+		budget:    newBudget(cfg.Memory),
 		sched:     schedule{owners: map[uint64]*scheduleQueue{}, parts: map[*part]struct{}{}, objects: map[objectID]int{}},
 		registry: registry{
 			objects: map[objectID]*object{},
@@ -170,7 +170,7 @@ func (s *Engine) Close() {
 		s.sched.turn, s.sched.queued, s.sched.ranges, s.sched.unkept = nil, 0, 0, 0
 		clear(s.sched.owners)
 		clear(s.sched.objects)
-		s.notifyLocked()
+		s.budget.notify()
 	}
 	s.mu.Unlock()
 	s.wg.Wait()
@@ -240,10 +240,4 @@ func (s *Engine) Stats() Stats {
 	st.ScheduleQueued = int64(s.sched.ranges - s.sched.unkept)
 	st.ScheduleInUseBytes = s.budget.byClass[classSchedule]
 	return st
-}
-
-// notifyLocked wakes every read waiting for budget.
-func (s *Engine) notifyLocked() {
-	close(s.budget.released)
-	s.budget.released = make(chan struct{})
 }

@@ -108,9 +108,7 @@ func (s *Engine) startLocked(p *part) {
 		p.o.awaitingFirst++
 	}
 	if p.buf == nil { // a part whose rest follows its head has one
-		p.buf = s.budget.pool.get(p.size)
-		s.budget.allocated += p.size
-		s.budget.pool.trim(s.cfg.Memory - s.budget.allocated)
+		p.buf = s.budget.allocate(p.size)
 	}
 	ctx, cancel := context.WithCancel(s.ctx)
 	if s.failedLocked(p.o, Range{p.off, p.end}) != nil {

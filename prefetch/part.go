@@ -241,11 +241,7 @@ func (s *Engine) freeLocked(p *part) {
 	}
 	p.to(evFree)
 	if p.buf != nil {
-		s.budget.allocated -= p.size
-		if !p.bufKept { // a buffer the cache kept is its RAM copy now
-			s.budget.pool.put(p.buf)
-		}
-		s.budget.pool.trim(s.cfg.Memory - s.budget.allocated)
+		s.budget.free(p.buf, p.size, p.bufKept) // a buffer the cache kept is its RAM copy now
 		p.buf = nil
 	}
 	delete(s.registry.live, p)
@@ -253,7 +249,7 @@ func (s *Engine) freeLocked(p *part) {
 	if p.dying {
 		s.budget.dying -= p.size
 	}
-	s.notifyLocked()
+	s.budget.notify()
 	s.pumpHintsLocked()
 	s.pumpDenseLocked()
 	s.pumpScheduleLocked()

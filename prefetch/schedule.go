@@ -291,7 +291,7 @@ func (s *Engine) pumpScheduleLocked() {
 	sc.pumping = true
 	defer func() { sc.pumping = false }()
 	afford := func(size int64) bool {
-		return s.budget.waiting == 0 && s.affordLocked(size) && s.budget.byClass[classSchedule]+size <= s.cfg.Memory/2 &&
+		return s.budget.classFits(classSchedule, size, s.cfg.Memory/2) &&
 			s.gets.running < scheduleSlots(s.cfg.Concurrency)
 	}
 	for pass := true; pass; {

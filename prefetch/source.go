@@ -2,6 +2,7 @@ package prefetch
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
 
@@ -82,39 +83,87 @@ import (
 // exactly once, also when err is not nil, and as soon as it can: a lent
 // part counts against the read-ahead budget. tier is where the bytes came
 // from, for metrics.
+//
+// The read is asked of each of readSources in turn; the first that holds
+// it answers, the others answer errNotHere.
 func (r *Reader) Read(ctx context.Context, p []byte, off int64) (data []byte, tier string, release func(), err error) {
 	if off >= r.obj.Size || len(p) == 0 {
 		return nil, metrics.TierCache, nil, io.EOF
 	}
-	q, short := clip(r.obj, p, off)
-	if r.s.heldBySchedule(r.obj, off, off+int64(len(q))) {
-		// A part kept for the loader's schedule holds the read: serve it
-		// from there (step 2) rather than read a ring block for it.
-		return r.fromStream(ctx, p, off)
-	}
-	if data, ok := r.fromCache(q, off); ok {
-		// The stream still hears of reads served by the cache, so its
-		// read-ahead keeps pace with the reader and next-shard prefetch
-		// fires on cached shards too.
-		if st := r.openStream(); st != nil {
-			st.Observe(off, int64(len(data)))
+	rd := readRequest{p: p, off: off}
+	rd.q, rd.short = clip(r.obj, p, off)
+	for _, src := range readSources {
+		a, err := src(r, ctx, rd)
+		if err != errNotHere {
+			return a.data, a.tier, a.release, err
 		}
-		if short {
-			return data, metrics.TierCache, nil, io.EOF
-		}
-		return data, metrics.TierCache, nil, nil
 	}
-	return r.fromStream(ctx, p, off)
+	panic("prefetch: no read source answered") // the stream always does
 }
 
-// fromStream answers a read from the handle's stream (step 2).
-func (r *Reader) fromStream(ctx context.Context, p []byte, off int64) (data []byte, tier string, release func(), err error) {
+// readRequest is one read as the sources see it: p at off, and q, p cut
+// at the end of the object (short says it was).
+type readRequest struct {
+	p, q  []byte
+	off   int64
+	short bool
+}
+
+// answer is a source's reply to a read (Read's results but the error).
+type answer struct {
+	data    []byte
+	tier    string
+	release func()
+}
+
+// errNotHere is a source's answer to a read it does not hold: the next
+// source is asked.
+var errNotHere = errors.New("prefetch: not held by this source")
+
+// readSources are the places a read is answered from, in order (steps 0
+// to 2 above).
+var readSources = [...]func(*Reader, context.Context, readRequest) (answer, error){
+	(*Reader).fromSchedule,
+	(*Reader).fromTiers,
+	(*Reader).fromStream,
+}
+
+// fromSchedule answers a read that lies in one part kept for the loader's
+// schedule from that part (step 0), rather than read a ring block for it.
+func (r *Reader) fromSchedule(ctx context.Context, rd readRequest) (answer, error) {
+	if !r.s.heldBySchedule(r.obj, rd.off, rd.off+int64(len(rd.q))) {
+		return answer{}, errNotHere
+	}
+	return r.fromStream(ctx, rd)
+}
+
+// fromTiers answers a read that the cache tiers hold whole (step 1). The
+// stream still hears of it, so that its read-ahead keeps pace with the
+// reader and next-shard prefetch fires on cached shards too.
+func (r *Reader) fromTiers(_ context.Context, rd readRequest) (answer, error) {
+	data, ok := r.fromCache(rd.q, rd.off)
+	if !ok {
+		return answer{}, errNotHere
+	}
+	if st := r.openStream(); st != nil {
+		st.Observe(rd.off, int64(len(data)))
+	}
+	a := answer{data: data, tier: metrics.TierCache}
+	if rd.short {
+		return a, io.EOF
+	}
+	return a, nil
+}
+
+// fromStream answers a read from the handle's stream (step 2): the part
+// that covers it, in flight or fetched ahead, or one made now.
+func (r *Reader) fromStream(ctx context.Context, rd readRequest) (answer, error) {
 	st := r.openStream()
 	if st == nil {
-		return nil, metrics.TierNetwork, nil, fmt.Errorf("read %s: handle released: %w", r.obj.Key, context.Canceled)
+		return answer{tier: metrics.TierNetwork}, fmt.Errorf("read %s: handle released: %w", r.obj.Key, context.Canceled)
 	}
-	data, fromRing, release, err := st.ReadShared(ctx, p, off)
-	return data, tierOf(fromRing), release, err
+	data, fromRing, release, err := st.ReadShared(ctx, rd.p, rd.off)
+	return answer{data: data, tier: tierOf(fromRing), release: release}, err
 }
 
 // fromCache serves q when every block of it is in the tiers readTiers

@@ -236,7 +236,7 @@ func (st *Stream) pin(ctx context.Context, pos, readEnd, needEnd int64, sequenti
 		if p == nil {
 			gap, fromRing := s.partSource(st.o.obj, s.gapLocked(st.o, pos/s.cfg.BlockSize*s.cfg.BlockSize, needEnd), false)
 			size := s.chargeOf(gap)
-			if s.affordLocked(size) {
+			if s.budget.fits(size) {
 				p = s.newPartLocked(st.o, gap, Range{pos, readEnd}, fromRing, s.streamPurpose(true, sequential, fromRing))
 			} else if !waited {
 				// From here on read-ahead and prefetch yield to this read.

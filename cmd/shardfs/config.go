@@ -139,7 +139,6 @@ func mountConfigFrom(c *cli.Context) (cfg mountConfig, err error) {
 	if cfg.Cache, err = cacheConfigFrom(c); err != nil {
 		return cfg, err
 	}
-	cfg.Cache.WholeFromReads = true        // a mount keeps the shards it reads whole
 	cfg.Source.Listing.Dir = cfg.Cache.Dir // listings persist beside the cached blocks
 	if cfg.Prefetch, err = prefetchConfigFrom(c, cfg.Cache.BlockSize); err != nil {
 		return cfg, err

@@ -171,6 +171,7 @@ type mount struct {
 	exited  chan struct{}
 	seconds float64 // from the mount command to the first listing
 	fetched int64   // shardfs_store_bytes_total at the last pass's end
+	scratch string  // a cold system's cache dir, removed once unmounted: its ring is preallocated
 }
 
 // mount mounts r's system at the driver's mountpoint and waits until the
@@ -180,6 +181,7 @@ func (d *driver) mount(ctx context.Context, r Run) (*mount, error) {
 	source := bucket + "/" + d.prefix(r.Dataset)
 	endpoint := d.endpoint(r.Store)
 	var argv []string
+	var scratch string
 	switch y.Kind {
 	case "shardfs":
 		bin := d.o.Shardfs
@@ -197,6 +199,8 @@ func (d *driver) mount(ctx context.Context, r Run) (*mount, error) {
 				}
 			} else if err := os.RemoveAll(cache); err != nil {
 				return nil, err
+			} else {
+				scratch = cache
 			}
 			argv = append(argv, "--cache-dir", cache, "--cache-size", cacheSize(y, r.Dataset))
 		}
@@ -220,7 +224,7 @@ func (d *driver) mount(ctx context.Context, r Run) (*mount, error) {
 	cmd := exec.Command(argv[0], argv[1:]...)
 	cmd.Env = append(d.storeEnv(endpoint), "RCLONE_CONFIG=/dev/null")
 	cmd.Stdout, cmd.Stderr = logf, logf
-	m := &mount{dir: d.mnt, cmd: cmd, exited: make(chan struct{})}
+	m := &mount{dir: d.mnt, cmd: cmd, exited: make(chan struct{}), scratch: scratch}
 	begin := time.Now()
 	if err := cmd.Start(); err != nil {
 		logf.Close()
@@ -267,6 +271,9 @@ func (m *mount) unmount() {
 	case <-time.After(30 * time.Second):
 		_ = m.cmd.Process.Kill()
 		<-m.exited
+	}
+	if m.scratch != "" {
+		_ = os.RemoveAll(m.scratch)
 	}
 }
 

@@ -9,6 +9,8 @@ import (
 	"path/filepath"
 	"sort"
 	"strings"
+
+	"github.com/shardfs/shardfs/atomicfile"
 )
 
 // record is what the plugin keeps about one published volume, so that a
@@ -40,18 +42,14 @@ func (n *Node) recordPath(target string) string {
 	return filepath.Join(n.cfg.StateDir, shortHash(target)+".json")
 }
 
-// saveRecord writes r atomically (a temporary file renamed over it).
+// saveRecord replaces r's record atomically. Atomic, not durable: a power
+// loss takes the node's mounts with it, and the record only names a mount.
 func (n *Node) saveRecord(r record) error {
 	raw, err := json.Marshal(r)
 	if err != nil {
 		return err
 	}
-	path := n.recordPath(r.Target)
-	tmp := path + ".tmp"
-	if err := os.WriteFile(tmp, raw, 0o600); err != nil {
-		return fmt.Errorf("saving volume record: %w", err)
-	}
-	if err := os.Rename(tmp, path); err != nil {
+	if err := atomicfile.WriteFile(n.recordPath(r.Target), atomicfile.Atomic, raw); err != nil {
 		return fmt.Errorf("saving volume record: %w", err)
 	}
 	return nil

@@ -57,12 +57,6 @@ func (f *File) Write(p []byte) (int, error) { return f.pending.Write(p) }
 // caller must order it before something else.
 func (f *File) Sync() error { return f.pending.Sync() }
 
-// WriteAt writes p at off, for a file written out of order.
-func (f *File) WriteAt(p []byte, off int64) (int, error) { return f.pending.WriteAt(p, off) }
-
-// ReadAt reads back what was written, before the commit.
-func (f *File) ReadAt(p []byte, off int64) (int, error) { return f.pending.ReadAt(p, off) }
-
 // Commit syncs and closes the file and renames it over the target, then,
 // for Durable, syncs the target's directory.
 func (f *File) Commit(d Durability) error {

@@ -56,7 +56,7 @@ func (s *Engine) coverLocked(st *Stream, r, read Range, sequential bool, afford 
 				pos = gap.End + s.cfg.BlockSize
 				continue
 			}
-			if !afford(s.chargeOf(gap)) || (!urgent && s.failedLocked(st.o, gap) != nil) {
+			if !afford(s.chargeOf(gap)) {
 				return
 			}
 			p = s.newPartLocked(st.o, gap, read, fromRing, s.streamPurpose(urgent, sequential, fromRing))
@@ -175,9 +175,6 @@ func (s *Engine) prefetchStartLocked(obj store.Object, want int64, why purpose, 
 			pos += s.cfg.BlockSize
 			continue
 		}
-		if s.failedLocked(o, gap) != nil {
-			return true // the object's reader will find the error itself
-		}
 		if !afford(s.chargeOf(gap)) {
 			return false
 		}
@@ -228,10 +225,6 @@ func (s *Engine) pumpDenseLocked() {
 			gap, cached := s.partSource(o.obj, s.gapLocked(o, d.next, d.next+s.cfg.PartSize), true)
 			if gap.Empty() {
 				d.next = gap.End + s.cfg.BlockSize
-				continue
-			}
-			if s.failedLocked(o, gap) != nil {
-				d.next = gap.End // reads of it fetch it themselves
 				continue
 			}
 			if cached && s.cache.RAMFree() < gap.Len() {

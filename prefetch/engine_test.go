@@ -481,3 +481,44 @@ func TestReadAtEdges(t *testing.T) {
 		t.Fatalf("read with a cancelled context: %v", err)
 	}
 }
+
+// TestNoReadAheadOverAFailedRange: read-ahead whose GET failed is not made
+// again over that range while it is remembered (the readers of it fetch
+// it, or fail, themselves), and is once failedRangeMemory has passed.
+func TestNoReadAheadOverAFailedRange(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		ctx := testContext(t)
+		cfg := smallConfig()
+		cfg.HeadSize = 0
+		bs := cfg.BlockSize
+		f := &fakeFetcher{fail: func(_ store.Object, off int64) error {
+			if off >= bs {
+				return errors.New("connection reset")
+			}
+			return nil
+		}}
+		s := newTestEngine(t, cfg, f, nil)
+		obj := fakeObject("ahead", 4*bs)
+		read := func() {
+			st := s.Open(obj)
+			defer st.Close()
+			if err := readCheck(ctx, st, obj, make([]byte, bs), 0); err != nil {
+				t.Fatal(err)
+			}
+			settledStats(t, s)
+		}
+		read()
+		if n := f.getsAt(obj.Key, bs); n != 1 {
+			t.Fatalf("the first read's read-ahead fetched block 1 %d times, want once", n)
+		}
+		read()
+		if n := f.getsAt(obj.Key, bs); n != 1 {
+			t.Fatalf("read-ahead over block 1, whose GET just failed, was made again (%d GETs)", n)
+		}
+		time.Sleep(failedRangeMemory)
+		read()
+		if n := f.getsAt(obj.Key, bs); n != 2 {
+			t.Fatalf("read-ahead over block 1 once failedRangeMemory passed: %d GETs in all, want 2", n)
+		}
+	})
+}

@@ -111,7 +111,7 @@ func (s *Engine) startLocked(p *part) {
 		p.buf = s.budget.allocate(p.size)
 	}
 	ctx, cancel := context.WithCancel(s.ctx)
-	if s.failedLocked(p.o, Range{p.off, p.end}) != nil {
+	if s.failedLocked(p.o.obj, Range{p.off, p.end}) != nil {
 		ctx = store.WithOneAttempt(ctx) // failed.go
 	}
 	p.cancel = cancel

@@ -374,10 +374,6 @@ func (s *Engine) placeLocked(e *schedEntry, afford func(int64) bool) bool {
 			e.next = gap.End + bs
 			continue
 		}
-		if s.failedLocked(o, gap) != nil {
-			e.next = gap.End // its reads fetch it, or fail, themselves
-			continue
-		}
 		if cached && whole && s.cache.RAMFree() < gap.Len() {
 			// A part let go once read from the ring would leave nothing
 			// behind: the RAM tier has no room for it. Reads find these

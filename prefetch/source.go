@@ -260,9 +260,15 @@ func tierOf(fromRing bool) string {
 // holding its blocks, so that a part over the result is read whole from the
 // ring (fromRing) or whole from the store. With readAhead, a gap that
 // starts at a block the RAM tier holds comes back empty, starting and
-// ending at that block, and a gap is cut before such a block. Called with
+// ending at that block, and a gap is cut before such a block; so does a
+// gap that overlaps a range whose GET just failed (failed.go). Called with
 // s.mu held.
 func (s *Engine) partSource(obj store.Object, gap Range, readAhead bool) (r Range, fromRing bool) {
+	if readAhead && !gap.Empty() && s.failedLocked(obj, gap) != nil {
+		// A range that just failed gets no read-ahead: its reads fetch
+		// it, or fail, themselves (failed.go).
+		return Range{gap.Start, gap.Start}, false
+	}
 	if s.cache == nil || gap.Empty() {
 		return gap, false
 	}

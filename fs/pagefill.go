@@ -59,7 +59,8 @@ type BlockLender interface {
 }
 
 // fillMinReads: a read is small enough to be worth a fill when a block
-// holds at least this many of it.
+// holds at least this many of it; the read path's SmallReadsPerBlock
+// (prefetch/exact.go), below which random reads fetch whole blocks.
 const fillMinReads = 8
 
 // maxFillBlocks bounds the set of one open inode (128 KiB): an object of

@@ -28,6 +28,7 @@ type Stats struct {
 	Cancelled             int64 // parts dropped before their GET finished
 	Evicted               int64 // parts dropped to make room for another read
 	Errors                int64 // GETs that failed
+	ExactReads            int64 // random reads of objects larger than the cache fetched with a GET of their own bytes (exact.go)
 	DenseObjects          int64 // objects random reads used densely enough to fetch the rest in the background
 	DenseParts            int64 // parts fetched (or read from the ring) for them
 	ScheduledRanges       int64 // ranges of loaders' schedules queued

@@ -137,6 +137,15 @@ func (st *Stream) read(ctx context.Context, p []byte, off int64, inPlace bool) (
 		return nil, false, nil, fmt.Errorf("prefetch %s: %w", st.obj.Key, ErrClosed)
 	}
 	plan := st.policy.Read(off, end-off)
+	if s.exactLocked(st, plan, Range{off, end}) {
+		s.applyLocked(st, plan, end-off, Range{}) // the policy's other plans: what it lets go, its next block
+		s.mu.Unlock()
+		n, err := s.readExact(ctx, st.obj, p[:end-off], off)
+		if err == nil {
+			err = eof
+		}
+		return p[:n], false, nil, err
+	}
 	s.applyLocked(st, plan, end-off, Range{off, end})
 	s.readScheduledLocked(st.obj, Range{off, end})
 	s.mu.Unlock()

@@ -85,6 +85,7 @@ func registerPrefetchMetrics(m *metrics.Metrics, s *prefetch.Engine) {
 	m.CounterFunc("shardfs_prefetch_hint_found_total", "Opens that found their first part already fetched or in flight (hints).", stat(func(s prefetch.Stats) float64 { return float64(s.HintFound) }))
 	m.CounterFunc("shardfs_prefetch_cancelled_total", "Parts dropped before their GET finished.", stat(func(s prefetch.Stats) float64 { return float64(s.Cancelled) }))
 	m.CounterFunc("shardfs_prefetch_evicted_total", "Prefetched parts dropped to make room for another read.", stat(func(s prefetch.Stats) float64 { return float64(s.Evicted) }))
+	m.CounterFunc("shardfs_prefetch_exact_reads_total", "Random reads of objects larger than the whole cache fetched with a GET of their own bytes, cached nowhere: their blocks would be pushed out before the blocks' other reads came.", stat(func(s prefetch.Stats) float64 { return float64(s.ExactReads) }))
 	m.CounterFunc("shardfs_prefetch_dense_objects_total", "Objects random reads used densely (a map-style epoch), whose rest was then fetched in the background.", stat(func(s prefetch.Stats) float64 { return float64(s.DenseObjects) }))
 	m.CounterFunc("shardfs_prefetch_dense_parts_total", "Background parts fetched (or read from the ring) for objects read densely.", stat(func(s prefetch.Stats) float64 { return float64(s.DenseParts) }))
 	m.CounterFunc("shardfs_prefetch_schedule_ranges_total", "Ranges of loaders' sample schedules queued.", stat(func(s prefetch.Stats) float64 { return float64(s.ScheduledRanges) }))

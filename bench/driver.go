@@ -356,8 +356,9 @@ func (d *driver) measure(ctx context.Context, r Run, argv []string, m *mount, re
 	if m != nil {
 		rec.DaemonPeakRSS = peakRSS(daemon)
 		if r.System.Kind == "shardfs" {
-			rec.DaemonFetchedBytes = shardfsStoreBytes(d.mnt) - m.fetched
-			m.fetched += rec.DaemonFetchedBytes
+			fetched, served := shardfsCounter(d.mnt, "shardfs_store_bytes_total"), shardfsCounter(d.mnt, "shardfs_read_bytes_total")
+			rec.DaemonFetchedBytes, rec.DaemonServedBytes = fetched-m.fetched, served-m.served
+			m.fetched, m.served = fetched, served
 		}
 	}
 	if runErr != nil {
@@ -434,7 +435,7 @@ func procField(path, name string) int64 {
 }
 
 // shardfsStoreBytes is shardfs_store_bytes_total of the mount at dir.
-func shardfsStoreBytes(dir string) int64 {
+func shardfsCounter(dir, name string) int64 {
 	b, err := os.ReadFile(filepath.Join(dir, ".shardfs", "stats"))
 	if err != nil {
 		return 0
@@ -445,7 +446,7 @@ func shardfsStoreBytes(dir string) int64 {
 	}
 	var sum float64
 	for _, s := range samples {
-		if s.Name == "shardfs_store_bytes_total" {
+		if s.Name == name {
 			sum += s.Value
 		}
 	}

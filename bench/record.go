@@ -48,6 +48,11 @@ type Record struct {
 	StoreSentBytes int64 `json:"store_sent_bytes"`
 	// DaemonFetchedBytes is shardfs' own count (shardfs_store_bytes_total).
 	DaemonFetchedBytes int64 `json:"daemon_fetched_bytes,omitempty"`
+	// DaemonServedBytes is what shardfs answered READs with during the
+	// pass (shardfs_read_bytes_total): with DaemonFetchedBytes, what the
+	// daemon fetched per byte it served over the same span, whatever the
+	// workload counts as its own window.
+	DaemonServedBytes int64 `json:"daemon_served_bytes,omitempty"`
 
 	LoadAvg [3]float64 `json:"load_avg"` // /proc/loadavg at the end of the pass
 	Tree    string     `json:"tree"`     // git describe --always --dirty

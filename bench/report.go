@@ -30,7 +30,8 @@ type Row struct {
 	DaemonCPU, StoreCPU float64 // CPU-seconds per GB read, medians
 	ReaderCPU           float64
 	PeakRSSMiB          float64
-	FetchedPerRead      float64
+	FetchedPerRead      float64 // bytes the store sent per byte the readers got
+	FetchedPerServed    float64 // shardfs: bytes it fetched per byte it answered READs with (its own counters)
 }
 
 // Series is one line of a plot: a system's medians and ranges against X.
@@ -155,7 +156,7 @@ func better(a, b float64, higher bool) bool {
 
 func summarizeCell(rs []Record, x float64, pass int, system, role string) Row {
 	row := Row{X: x, Pass: pass, System: system, Role: role}
-	var vals, daemon, store, readers, rss, fetched []float64
+	var vals, daemon, store, readers, rss, fetched, perServed []float64
 	for _, r := range rs {
 		if r.Error != "" {
 			row.Failed++
@@ -174,6 +175,9 @@ func summarizeCell(rs []Record, x float64, pass int, system, role string) Row {
 		if r.DaemonPeakRSS > 0 {
 			rss = append(rss, float64(r.DaemonPeakRSS)/(1<<20))
 		}
+		if r.DaemonServedBytes > 0 {
+			perServed = append(perServed, float64(r.DaemonFetchedBytes)/float64(r.DaemonServedBytes))
+		}
 	}
 	row.Rounds = len(vals)
 	row.Median, row.Min, row.Max = median(vals), math.NaN(), math.NaN()
@@ -181,7 +185,7 @@ func summarizeCell(rs []Record, x float64, pass int, system, role string) Row {
 		row.Min, row.Max = slices.Min(vals), slices.Max(vals)
 	}
 	row.DaemonCPU, row.StoreCPU, row.ReaderCPU = median(daemon), median(store), median(readers)
-	row.PeakRSSMiB, row.FetchedPerRead = median(rss), median(fetched)
+	row.PeakRSSMiB, row.FetchedPerRead, row.FetchedPerServed = median(rss), median(fetched), median(perServed)
 	return row
 }
 
@@ -222,7 +226,7 @@ func Markdown(tables []Table, plots map[string]string) string {
 			head = append(head, "pass")
 		}
 		head = append(head, "system", t.Figure+" (median)", "range", "rounds", "× ceiling", "× best peer",
-			"daemon CPU-s/GB", "store CPU-s/GB", "readers CPU-s/GB", "daemon peak RSS MiB", "fetched / read")
+			"daemon CPU-s/GB", "store CPU-s/GB", "readers CPU-s/GB", "daemon peak RSS MiB", "fetched / read", "daemon fetched / served")
 		fmt.Fprintf(&b, "| %s |\n|%s\n", strings.Join(head, " | "), strings.Repeat("---|", len(head)))
 		for _, r := range t.Rows {
 			var cols []string
@@ -237,7 +241,7 @@ func Markdown(tables []Table, plots map[string]string) string {
 				rounds += fmt.Sprintf(" (%d failed)", r.Failed)
 			}
 			cols = append(cols, r.System, num(r.Median), num(r.Min)+"–"+num(r.Max), rounds, num(r.VsCeiling), num(r.VsPeer),
-				num(r.DaemonCPU), num(r.StoreCPU), num(r.ReaderCPU), num(r.PeakRSSMiB), num(r.FetchedPerRead))
+				num(r.DaemonCPU), num(r.StoreCPU), num(r.ReaderCPU), num(r.PeakRSSMiB), num(r.FetchedPerRead), num(r.FetchedPerServed))
 			fmt.Fprintf(&b, "| %s |\n", strings.Join(cols, " | "))
 		}
 		b.WriteString("\n")

@@ -10,10 +10,16 @@ import (
 
 // rec is one record of an accelerator sweep: value is the AU.
 func rec(system, role string, x float64, round int, value float64) Record {
-	return Record{Scenario: "au", Workload: "resnet50", Kind: "accelerators", System: system, Role: role, Store: "remote",
+	r := Record{Scenario: "au", Workload: "resnet50", Kind: "accelerators", System: system, Role: role, Store: "remote",
 		Dataset: "shards", Round: round, Pass: 1, XName: "accelerators", X: x, Figure: "au", Value: value, HigherIsBetter: true,
 		BytesRead: 2e9, CPU: CPU{Daemon: 2, Store: 1, Proxy: 1, Readers: 8}, StoreSentBytes: 2.1e9, DaemonPeakRSS: 300 << 20,
 		Tree: "v1-2-gabc", Machine: Machine{Host: "box", CPUs: 2, CPUModel: "cpu", MemBytes: 16 << 30, Kernel: "6.1"}}
+	if system == "shardfs" {
+		// The daemon's own counters span the whole pass: more served than
+		// the workload's window read, and fetched in proportion.
+		r.DaemonFetchedBytes, r.DaemonServedBytes = 2.4e9, 2.4e9
+	}
+	return r
 }
 
 func sweep() []Record {
@@ -54,6 +60,9 @@ func TestSummarizeMediansRangesAndRatios(t *testing.T) {
 	}
 	if !near(sh4.DaemonCPU, 1) || !near(sh4.StoreCPU, 1) || !near(sh4.ReaderCPU, 4) || !near(sh4.FetchedPerRead, 1.05) || sh4.PeakRSSMiB != 300 {
 		t.Errorf("shardfs at 4, costs: %+v", sh4)
+	}
+	if !near(sh4.FetchedPerServed, 1) || !math.IsNaN(rows[2].FetchedPerServed) {
+		t.Errorf("daemon fetched / served: shardfs %v (want 1: its own counters over the same span), rclone %v (want none)", sh4.FetchedPerServed, rows[2].FetchedPerServed)
 	}
 	if local := rows[0]; local.VsCeiling != 1 {
 		t.Errorf("the ceiling against itself: %v", local.VsCeiling)

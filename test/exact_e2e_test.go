@@ -5,7 +5,6 @@ package test
 import (
 	"math/rand/v2"
 	"os"
-	"path/filepath"
 	"testing"
 )
 
@@ -16,11 +15,7 @@ import (
 // rather than a block per read.
 func TestRandomReadsOfAShardLargerThanTheCacheFetchWhatTheyRead(t *testing.T) {
 	t.Parallel()
-	large, _ := lookup(e2e.objects, largeKey)
-	want, err := os.ReadFile(filepath.Join(e2e.data, filepath.FromSlash(large.key)))
-	if err != nil {
-		t.Fatal(err)
-	}
+	large, want := sourceOf(t, largeKey)
 	m := mountShardfs(t, e2e.source(), "--memory-cache-size", "16MiB")
 	f, err := os.Open(m.path(large.key))
 	if err != nil {

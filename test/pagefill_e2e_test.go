@@ -31,11 +31,7 @@ import (
 // reach the daemon.
 func TestShuffledSmallReadsAreServedFromFilledPages(t *testing.T) {
 	t.Parallel()
-	large, _ := lookup(e2e.objects, largeKey)
-	want, err := os.ReadFile(filepath.Join(e2e.data, filepath.FromSlash(large.key)))
-	if err != nil {
-		t.Fatal(err)
-	}
+	large, want := sourceOf(t, largeKey)
 	const span, size, bs = 48 << 20, 4096, 1 << 20 // the first 48 blocks: a dense pass over them
 	for _, tc := range []struct {
 		name      string
@@ -115,6 +111,20 @@ func readUntilFilled(t *testing.T, mnt string, f *os.File, want []byte, offs []i
 	}
 	t.Fatalf("no read of the %d in the block at %d got it handed to the page cache", len(offs), offs[0]/(1<<20)<<20)
 	return 0
+}
+
+// sourceOf returns the object key names and its bytes in the source.
+func sourceOf(t *testing.T, key string) (object, []byte) {
+	t.Helper()
+	o, ok := lookup(e2e.objects, key)
+	if !ok {
+		t.Fatalf("%s is not in the data set", key)
+	}
+	data, err := os.ReadFile(filepath.Join(e2e.data, filepath.FromSlash(o.key)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return o, data
 }
 
 // daemonReads is the number of READs the daemon has answered.

@@ -8,7 +8,7 @@ import "github.com/shardfs/shardfs/store"
 // fair share), and spills the window into the next objects. asked is the
 // read's length, whether served here or elsewhere.
 func (s *Engine) applyLocked(st *Stream, plan Plan, asked int64, read Range) {
-	s.readArrivedLocked(st.o)
+	s.gets.readArrivedLocked(st.o)
 	need := plan.Need
 	if !plan.Sequential && s.noteRandomLocked(st.o, plan.Need, asked) {
 		need = s.denseNeed(st.o, need)
@@ -21,7 +21,7 @@ func (s *Engine) applyLocked(st *Stream, plan Plan, asked int64, read Range) {
 	if !read.Empty() {
 		s.coverLocked(st, need, read, plan.Sequential, s.budget.fits)
 	}
-	if s.scheduledLocked(st.o) {
+	if s.sched.namesLocked(st.o) {
 		// The loader's schedule says what it reads next: bytes past this
 		// read belong to other samples, fetched when the schedule says.
 		s.checkLocked()
@@ -51,12 +51,12 @@ func (s *Engine) coverLocked(st *Stream, r, read Range, sequential bool, afford 
 	for pos := r.Start; pos < r.End; {
 		p := s.partAt(st.o, pos)
 		if p == nil {
-			gap, fromRing := s.partSource(st.o.obj, s.gapLocked(st.o, pos, r.End), !urgent)
+			gap, fromRing := s.partSource(st.o, pos, r.End, !urgent)
 			if gap.Empty() {
 				pos = gap.End + s.cfg.BlockSize
 				continue
 			}
-			if !afford(s.chargeOf(gap)) {
+			if !afford(s.cfg.chargeOf(gap)) {
 				return
 			}
 			p = s.newPartLocked(st.o, gap, read, fromRing, s.streamPurpose(urgent, sequential, fromRing))
@@ -170,12 +170,12 @@ func (s *Engine) prefetchStartLocked(obj store.Object, want int64, why purpose, 
 		// A run in the RAM tier is served from there; a run in the ring is
 		// read ahead from disk like one fetched, so that an open finds its
 		// first bytes in memory rather than waiting on the disk.
-		gap, cached := s.partSource(o.obj, s.gapLocked(o, pos, want), true)
+		gap, cached := s.partSource(o, pos, want, true)
 		if gap.Empty() {
 			pos += s.cfg.BlockSize
 			continue
 		}
-		if !afford(s.chargeOf(gap)) {
+		if !afford(s.cfg.chargeOf(gap)) {
 			return false
 		}
 		s.newPartLocked(o, gap, Range{}, cached, why)
@@ -222,7 +222,7 @@ func (s *Engine) pumpDenseLocked() {
 				d.next = p.end
 				continue
 			}
-			gap, cached := s.partSource(o.obj, s.gapLocked(o, d.next, d.next+s.cfg.PartSize), true)
+			gap, cached := s.partSource(o, d.next, d.next+s.cfg.PartSize, true)
 			if gap.Empty() {
 				d.next = gap.End + s.cfg.BlockSize
 				continue
@@ -235,7 +235,7 @@ func (s *Engine) pumpDenseLocked() {
 				d.next = gap.End
 				continue
 			}
-			if !afford(s.chargeOf(gap)) {
+			if !afford(s.cfg.chargeOf(gap)) {
 				s.tidyLocked(o)
 				return
 			}

@@ -417,15 +417,15 @@ func TestCachedPartFallsBackToTheFetcher(t *testing.T) {
 // settledStats returns the engine's stats once no part is being filled
 // or handed to the Sink: a part's bytes are served before its GET's
 // accounting and Sink call end, and the part is let go only after both.
-// It waits for s.wg, which counts the goroutine of every GET: a GET that
-// ends starts the GETs that follow it before its own goroutine is done, so
-// s.wg reaches zero only once the last of them has ended. The test's
-// context only bounds a wait for a GET that never ends.
+// It waits for the GET pool's goroutines, one per GET: a GET that ends
+// starts the GETs that follow it before its own goroutine is done, so the
+// wait returns only once the last of them has ended. The test's context
+// only bounds a wait for a GET that never ends.
 func settledStats(t *testing.T, s *Engine) Stats {
 	t.Helper()
 	idle := make(chan struct{})
 	go func() {
-		s.wg.Wait()
+		s.gets.wait()
 		close(idle)
 	}()
 	select {

@@ -87,7 +87,7 @@ func (s *Engine) evictOneLocked(requester *Stream) bool {
 			return true
 		}
 	}
-	if p := s.newestScheduledLocked(); p != nil {
+	if p := s.sched.newestLocked(); p != nil {
 		s.evictLocked(p)
 		return true
 	}

@@ -108,6 +108,9 @@ func (c Config) Validate() error {
 	return nil
 }
 
+// chargeOf is the budget a part over r costs: whole blocks.
+func (c Config) chargeOf(r Range) int64 { return ceilTo(r.Len(), c.BlockSize) }
+
 // formatSize writes a size as the flags do ("8.0 MiB"); a negative one,
 // which only an invalid config holds, as plain bytes.
 func formatSize(n int64) string {

@@ -22,6 +22,7 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"time"
 
 	"github.com/shardfs/shardfs/cache"
 	"github.com/shardfs/shardfs/store"
@@ -100,22 +101,18 @@ const maxQueuedHints = 4096
 // calls run outside mu.
 type Engine struct {
 	cfg   Config
-	fetch Fetcher
 	sink  Sink
 	cache Cache // sink, when it can also be read
 	// sharedRAM: the cache's RAM tier reuses its slots (cache.Cache
 	// SharesRAM), so a handle never keeps one of its blocks (readBlockwise).
 	sharedRAM bool
 	log       *slog.Logger
-	ctx       context.Context // cancelled by Close; parent of every GET
-	cancel    context.CancelFunc
-	wg        sync.WaitGroup // running GETs
 
 	mu       sync.Mutex
 	closed   bool
 	budget   budget
 	registry registry
-	gets     getSlots
+	gets     *getPool
 	sched    schedule
 	stats    Stats
 
@@ -133,14 +130,12 @@ func NewEngine(cfg Config, f Fetcher, sink Sink, log *slog.Logger) *Engine {
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
-	ctx, cancel := context.WithCancel(context.Background())
 	cache, _ := sink.(Cache)
 	shared, _ := sink.(interface{ SharesRAM() bool })
-	return &Engine{
-		cfg: cfg, fetch: f, sink: sink, cache: cache, log: log, ctx: ctx, cancel: cancel,
+	s := &Engine{
+		cfg: cfg, sink: sink, cache: cache, log: log,
 		sharedRAM: shared != nil && shared.SharesRAM(),
 		budget:    newBudget(cfg.Memory),
-		sched:     schedule{owners: map[uint64]*scheduleQueue{}, parts: map[*part]struct{}{}, objects: map[objectID]int{}},
 		registry: registry{
 			objects: map[objectID]*object{},
 			streams: map[*Stream]struct{}{},
@@ -148,6 +143,46 @@ func NewEngine(cfg Config, f Fetcher, sink Sink, log *slog.Logger) *Engine {
 			access:  map[objectID]*randomAccess{},
 		},
 	}
+	s.sched = newSchedule(cfg, cache, scheduleHooks{
+		closed:     func() bool { return s.closed },
+		object:     s.objectLocked,
+		tidy:       s.tidyLocked,
+		partAt:     s.partAt,
+		partSource: s.partSource,
+		afford: func(size int64) bool {
+			return s.budget.classFits(classSchedule, size, cfg.Memory/2) && s.gets.running < scheduleSlots(cfg.Concurrency)
+		},
+		newPart: s.newPartLocked,
+		release: s.releaseIfUnusedLocked,
+	})
+	s.gets = newGetPool(cfg, f, sink, &s.mu, getHooks{
+		allocate: s.budget.allocate,
+		failed:   s.failedLocked,
+		ended:    s.getEndedLocked,
+		release:  s.releaseIfUnusedLocked,
+	})
+	return s
+}
+
+// getEndedLocked is told by the GET pool that p's GET is over: the slot
+// it frees may start a scheduled part, and a failed part is remembered
+// (failed.go) and forgotten, so that the next read retries.
+func (s *Engine) getEndedLocked(p *part, err error) {
+	s.sched.pumpLocked() // a GET slot is free (scheduleSlots)
+	id, r := objectID{p.o.obj.Key, p.o.obj.ETag}, Range{p.off, p.end}
+	if err == nil {
+		s.registry.failed.forget(id, r)
+		return
+	}
+	if p.live() {
+		if !s.closed {
+			s.registry.failed.add(id, r, err, time.Now())
+		}
+		s.stats.Errors++
+		s.log.Warn("prefetch: fetch failed", "key", p.o.obj.Key, "off", p.off, "end", p.end, "err", err)
+		s.removeLocked(p)
+	}
+	s.freeLocked(p)
 }
 
 // Config returns the configuration in effect.
@@ -159,7 +194,7 @@ func (s *Engine) Close() {
 	s.mu.Lock()
 	if !s.closed {
 		s.closed = true
-		s.cancel()
+		s.gets.closeLocked()
 		for p := range s.registry.live {
 			if p.live() {
 				s.removeLocked(p)
@@ -167,13 +202,11 @@ func (s *Engine) Close() {
 		}
 		s.registry.hints = nil
 		s.registry.dense = nil
-		s.sched.turn, s.sched.queued, s.sched.ranges, s.sched.unkept = nil, 0, 0, 0
-		clear(s.sched.owners)
-		clear(s.sched.objects)
+		s.sched.closeLocked()
 		s.budget.notify()
 	}
 	s.mu.Unlock()
-	s.wg.Wait()
+	s.gets.wait()
 }
 
 // SetOrder gives the listing order, in which a stream nearing the end of
@@ -235,9 +268,15 @@ func (s *Engine) Stats() Stats {
 	st := s.stats
 	st.InUseBytes = s.budget.inUse
 	st.Streams = int64(len(s.registry.streams))
-	st.Running = int64(s.gets.running)
-	st.CacheFillers = int64(s.gets.fillers)
-	st.ScheduleQueued = int64(s.sched.ranges - s.sched.unkept)
+	g := s.gets
+	st.Gets, st.FetchedBytes, st.CacheBytes = g.gets, g.fetchedBytes, g.cacheBytes
+	st.SinkSkippedBytes, st.PeakRunning = g.sinkSkippedBytes, g.peakRunning
+	st.Running = int64(g.running)
+	st.CacheFillers = int64(g.fillers)
+	sc := &s.sched
+	st.ScheduledRanges, st.ScheduleParts = sc.scheduled, int64(sc.made)
+	st.ScheduleRead, st.ScheduleSkipped = sc.readRanges, sc.skipped
+	st.ScheduleQueued = int64(sc.ranges - sc.unkept)
 	st.ScheduleInUseBytes = s.budget.byClass[classSchedule]
 	return st
 }

@@ -37,7 +37,7 @@ const SmallReadsPerBlock = 8
 func (s *Engine) exactLocked(st *Stream, plan Plan, r Range) bool {
 	bs := s.cfg.BlockSize
 	if plan.Sequential || r.Len()*SmallReadsPerBlock <= bs || s.cache == nil ||
-		st.obj.Size <= s.cache.Room() || s.scheduledLocked(st.o) {
+		st.obj.Size <= s.cache.Room() || s.sched.namesLocked(st.o) {
 		return false
 	}
 	for b := r.Start / bs; b*bs < r.End; b++ {
@@ -48,26 +48,21 @@ func (s *Engine) exactLocked(st *Stream, plan Plan, r Range) bool {
 	return true
 }
 
-// readExact fetches len(p) bytes of obj at off into p with one GET. A
-// range whose GET just failed is tried once (failed.go); Close cancels it.
+// readExact fetches len(p) bytes of obj at off into p with one GET (the
+// GET pool's readExact). A range whose GET just failed is tried once
+// (failed.go); Close cancels it.
 func (s *Engine) readExact(ctx context.Context, obj store.Object, p []byte, off int64) (int, error) {
-	ctx, cancel := context.WithCancel(ctx)
-	defer cancel()
-	defer context.AfterFunc(s.ctx, cancel)()
 	id, r := objectID{obj.Key, obj.ETag}, Range{off, off + int64(len(p))}
 	s.mu.Lock()
-	if s.registry.failed.find(id, r, time.Now()) != nil {
-		ctx = store.WithOneAttempt(ctx)
-	}
+	oneAttempt := s.registry.failed.find(id, r, time.Now()) != nil
 	s.stats.ExactReads++
 	s.mu.Unlock()
 
-	n, err := s.fetch.ReadRange(ctx, obj, off, p)
+	n, err := s.gets.readExact(ctx, obj, p, off, oneAttempt)
 
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	s.stats.Gets++
-	s.stats.FetchedBytes += int64(n)
+	s.gets.fetchedLocked(n)
 	switch {
 	case err != nil && s.closed:
 		err = fmt.Errorf("prefetch %s: %w", obj.Key, ErrClosed)

@@ -5,20 +5,96 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"slices"
+	"sync"
 	"time"
 
 	"github.com/shardfs/shardfs/cache"
 	"github.com/shardfs/shardfs/store"
 )
 
-// getSlots are the GETs running and the parts waiting for a slot.
-// Guarded by Engine.mu.
-type getSlots struct {
+// getPool runs the GETs: it owns the GET slots, the queues of parts
+// waiting for one (urgent, then read-ahead), the first-byte-first rule
+// (a part's read-ahead waits while a read waits for its object's first
+// bytes, and a part's head GET parks its rest until the object is read
+// again), the accounting of parts being handed to the Sink (sinkLagsLocked)
+// and the goroutines that run the GETs. It is the only caller of the
+// Fetcher and of the Sink. Its fields but wg are guarded by Engine.mu
+// (mu); no GET, ring read or Sink call runs under it.
+type getPool struct {
+	cfg   Config
+	fetch Fetcher
+	sink  Sink
+	cache Cache // sink, when it can also be read: parts read from the ring
+	mu    *sync.Mutex
+
+	ctx    context.Context // cancelled by close; parent of every GET
+	cancel context.CancelFunc
+	wg     sync.WaitGroup // the goroutines of the GETs
+
+	closed       bool
 	running      int        // GETs in progress
 	sinking      int        // GETs over whose bytes are being handed to the Sink
 	sinkingBytes int64      // budget charged to those GETs' parts, which stay pinned until the Sink returns
 	queue        [2][]*part // parts waiting for a GET slot: urgent, then read-ahead
 	fillers      int        // readers whose every fetched block must reach the Sink (Reader.FillCache)
+
+	// The pool's counters (Stats).
+	gets, fetchedBytes, cacheBytes, sinkSkippedBytes, peakRunning int64
+
+	getHooks
+}
+
+// getHooks are what the pool asks of the rest of the engine, each called
+// with Engine.mu held.
+type getHooks struct {
+	// allocate returns the buffer of a part starting its GET (budget).
+	allocate func(size int64) []byte
+	// failed returns the error of a GET over r of obj that just failed,
+	// or nil (the part table's failed ranges, failed.go).
+	failed func(obj store.Object, r Range) error
+	// ended is told that p's GET is over, its result final, with err: a
+	// slot is free, and a failed part is let go so that the next read
+	// retries. The pool hands nothing to the Sink after a failure.
+	ended func(p *part, err error)
+	// release lets p go once nothing keeps it.
+	release func(p *part)
+}
+
+func newGetPool(cfg Config, f Fetcher, sink Sink, mu *sync.Mutex, hooks getHooks) *getPool {
+	ctx, cancel := context.WithCancel(context.Background())
+	cache, _ := sink.(Cache)
+	return &getPool{cfg: cfg, fetch: f, sink: sink, cache: cache, mu: mu, ctx: ctx, cancel: cancel, getHooks: hooks}
+}
+
+// closeLocked cancels every GET; wait then returns once their goroutines
+// are gone.
+func (g *getPool) closeLocked() {
+	g.closed = true
+	g.cancel()
+}
+
+// wait returns once no GET goroutine is left. Called without Engine.mu.
+func (g *getPool) wait() { g.wg.Wait() }
+
+// readExact is one GET of len(p) bytes of obj at off that is no part's,
+// straight into p (exact.go): with one attempt when the range just failed
+// (failed.go), cancelled by close. The caller holds no lock and counts it
+// (fetchedLocked).
+func (g *getPool) readExact(ctx context.Context, obj store.Object, p []byte, off int64, oneAttempt bool) (int, error) {
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	defer context.AfterFunc(g.ctx, cancel)()
+	if oneAttempt {
+		ctx = store.WithOneAttempt(ctx)
+	}
+	return g.fetch.ReadRange(ctx, obj, off, p)
+}
+
+// fetchedLocked counts a GET that brought n bytes.
+func (g *getPool) fetchedLocked(n int) {
+	g.gets++
+	g.fetchedBytes += int64(n)
 }
 
 // enqueueLocked starts p's GET, or queues it when Concurrency GETs run.
@@ -28,16 +104,16 @@ type getSlots struct {
 // (pumpDenseLocked), and they are what its next reads find; held back
 // behind every read that missed, they would arrive after the reads that
 // wanted them, which would then wait on GETs of their own.
-func (s *Engine) enqueueLocked(p *part) {
+func (g *getPool) enqueueLocked(p *part) {
 	if !p.urgent && p.why != forDenseRest && (p.o.awaitingFirst > 0 || p.o.heads > 0) {
 		p.o.deferred = append(p.o.deferred, p)
 		return
 	}
-	if s.gets.running < s.cfg.Concurrency {
-		s.startLocked(p)
+	if g.running < g.cfg.Concurrency {
+		g.startLocked(p)
 		return
 	}
-	s.gets.queue[queueOf(p)] = append(s.gets.queue[queueOf(p)], p)
+	g.queue[queueOf(p)] = append(g.queue[queueOf(p)], p)
 }
 
 func queueOf(p *part) int {
@@ -49,29 +125,29 @@ func queueOf(p *part) int {
 
 // urgeLocked moves a queued or deferred part to the front line: a read now
 // waits on it. Its read-ahead entry is skipped once it has started.
-func (s *Engine) urgeLocked(p *part) {
+func (g *getPool) urgeLocked(p *part) {
 	if p.urgent || p.state != partQueued {
 		return
 	}
 	p.urgent = true
-	s.enqueueLocked(p)
+	g.enqueueLocked(p)
 }
 
 // firstBytesLocked records that p, which a read waited on, has its first
 // bytes or has ended, and starts the read-ahead deferred behind it.
-func (s *Engine) firstBytesLocked(p *part) {
+func (g *getPool) firstBytesLocked(p *part) {
 	if !p.awaitingFirst {
 		return
 	}
 	p.awaitingFirst = false
 	p.o.awaitingFirst--
-	s.releaseDeferredLocked(p.o)
+	g.releaseDeferredLocked(p.o)
 }
 
 // releaseDeferredLocked starts o's deferred read-ahead once nothing holds
 // it back.
-func (s *Engine) releaseDeferredLocked(o *object) {
-	if o.awaitingFirst > 0 || o.heads > 0 || s.closed {
+func (g *getPool) releaseDeferredLocked(o *object) {
+	if o.awaitingFirst > 0 || o.heads > 0 || g.closed {
 		return
 	}
 	deferred := o.deferred
@@ -80,67 +156,97 @@ func (s *Engine) releaseDeferredLocked(o *object) {
 		// A stream closing lets go of its parts one by one: those it has
 		// yet to drop are not worth a GET.
 		if q.state == partQueued && q.wanted() {
-			s.enqueueLocked(q)
+			g.enqueueLocked(q)
 		}
 	}
 }
 
+// readArrivedLocked records a read of o: the parts whose head GET is over
+// get the GET of their rest, and read-ahead deferred behind them starts.
+func (g *getPool) readArrivedLocked(o *object) {
+	o.reads++
+	parked := o.parked
+	o.parked = nil
+	for _, p := range parked {
+		if p.state == partParked {
+			g.restStartsLocked(p)
+			p.to(evResume)
+			g.enqueueLocked(p)
+		}
+	}
+}
+
+// restStartsLocked records that p's head no longer holds anything back:
+// the GET of its rest is starting, or p is gone.
+func (g *getPool) restStartsLocked(p *part) {
+	if !p.headPending {
+		return
+	}
+	p.headPending = false
+	o := p.o
+	o.heads--
+	if i := slices.Index(o.parked, p); i >= 0 {
+		o.parked = slices.Delete(o.parked, i, i+1)
+	}
+	g.releaseDeferredLocked(o)
+}
+
 // startNextLocked fills free GET slots from the queues, urgent first.
-func (s *Engine) startNextLocked() {
-	for q := range s.gets.queue {
-		for s.gets.running < s.cfg.Concurrency && len(s.gets.queue[q]) > 0 {
-			p := s.gets.queue[q][0]
-			s.gets.queue[q][0] = nil
-			s.gets.queue[q] = s.gets.queue[q][1:]
+func (g *getPool) startNextLocked() {
+	for q := range g.queue {
+		for g.running < g.cfg.Concurrency && len(g.queue[q]) > 0 {
+			p := g.queue[q][0]
+			g.queue[q][0] = nil
+			g.queue[q] = g.queue[q][1:]
 			if p.state == partQueued {
-				s.startLocked(p)
+				g.startLocked(p)
 			}
 		}
 	}
 }
 
-func (s *Engine) startLocked(p *part) {
-	s.gets.running++
-	s.stats.PeakRunning = max(s.stats.PeakRunning, int64(s.gets.running))
+func (g *getPool) startLocked(p *part) {
+	g.running++
+	g.peakRunning = max(g.peakRunning, int64(g.running))
 	p.to(evStart)
 	if p.urgent && !p.fromRing && p.fetched == 0 {
 		p.awaitingFirst = true
 		p.o.awaitingFirst++
 	}
 	if p.buf == nil { // a part whose rest follows its head has one
-		p.buf = s.budget.allocate(p.size)
+		p.buf = g.allocate(p.size)
 	}
-	ctx, cancel := context.WithCancel(s.ctx)
-	if s.failedLocked(p.o.obj, Range{p.off, p.end}) != nil {
+	ctx, cancel := context.WithCancel(g.ctx)
+	if g.failed(p.o.obj, Range{p.off, p.end}) != nil {
 		ctx = store.WithOneAttempt(ctx) // failed.go
 	}
 	p.cancel = cancel
-	s.wg.Add(1)
-	go s.get(ctx, p, p.why.ringPlacement()) // why may change (adoption) while the GET runs
+	g.wg.Add(1)
+	go g.get(ctx, p, p.why.ringPlacement()) // why may change (adoption) while the GET runs
 }
 
 // get fills one part, from the cache where it holds the part and from the
 // Fetcher for the rest, publishes the result to waiting reads, then hands
 // what was fetched to the Sink.
-func (s *Engine) get(ctx context.Context, p *part, ringPlace cache.Placement) {
-	defer s.wg.Done()
+func (g *getPool) get(ctx context.Context, p *part, ringPlace cache.Placement) {
+	defer g.wg.Done()
 	defer p.cancel()
 	want := p.end - p.off
 	var fromRing int64
 	if p.fromRing {
-		fromRing = s.readRing(p, want, ringPlace)
+		fromRing = g.readRing(p, want, ringPlace)
 	}
 	var n, gets int
 	var err error
 	if fromRing < want {
 		if p.fromRing {
-			s.fellBackToStore(p)
+			g.fellBackToStore(p)
 		}
 		from := max(fromRing, p.fetched)
 		if p.head > 0 && p.fetched == 0 {
-			n, err = s.fetchRest(ctx, p, 0, p.head)
+			n, err = g.fetchRest(ctx, p, 0, p.head)
 			gets, from = 1, p.head
-			if err == nil && s.parkAfterHead(p, n) {
+			if err == nil && g.parkAfterHead(p, n) {
 				return
 			}
 		}
@@ -149,18 +255,18 @@ func (s *Engine) get(ctx context.Context, p *part, ringPlace cache.Placement) {
 		}
 		if err == nil {
 			var m int
-			m, err = s.fetchRest(ctx, p, from, want)
+			m, err = g.fetchRest(ctx, p, from, want)
 			n, gets = n+m, gets+1
 		}
 	}
 
-	s.mu.Lock()
-	s.firstBytesLocked(p)
-	s.gets.running--
-	s.stats.CacheBytes += fromRing
-	s.stats.Gets += int64(gets)
-	s.stats.FetchedBytes += int64(n)
-	if err != nil && s.closed {
+	g.mu.Lock()
+	g.firstBytesLocked(p)
+	g.running--
+	g.cacheBytes += fromRing
+	g.gets += int64(gets)
+	g.fetchedBytes += int64(n)
+	if err != nil && g.closed {
 		err = fmt.Errorf("prefetch %s: %w", p, ErrClosed)
 	}
 	p.err = err
@@ -172,79 +278,69 @@ func (s *Engine) get(ctx context.Context, p *part, ringPlace cache.Placement) {
 		p.arrived.set(want) // a fetcher need not report progress
 	}
 	close(p.done)
-	s.startNextLocked()
-	s.pumpScheduleLocked() // a GET slot is free (scheduleSlots)
+	g.startNextLocked()
+	g.ended(p, err)
 	if err != nil {
-		if p.live() {
-			if !s.closed {
-				s.registry.failed.add(objectID{p.o.obj.Key, p.o.obj.ETag}, Range{p.off, p.end}, err, time.Now())
-			}
-			s.stats.Errors++
-			s.log.Warn("prefetch: fetch failed", "key", p.o.obj.Key, "off", p.off, "end", p.end, "err", err)
-			s.removeLocked(p) // a failed part is forgotten, so the next read retries
-		}
-		s.freeLocked(p)
-		s.mu.Unlock()
+		g.mu.Unlock()
 		return
 	}
-	s.registry.failed.forget(objectID{p.o.obj.Key, p.o.obj.ETag}, Range{p.off, p.end})
 	place := p.why.placement()
-	if s.sink == nil || fromRing == want || s.sinkLagsLocked(p, place) {
-		if s.sink != nil && fromRing < want {
-			s.stats.SinkSkippedBytes += want - fromRing
+	if g.sink == nil || fromRing == want || g.sinkLagsLocked(p, place) {
+		if g.sink != nil && fromRing < want {
+			g.sinkSkippedBytes += want - fromRing
 		}
-		s.releaseIfUnusedLocked(p)
-		s.mu.Unlock()
+		g.release(p)
+		g.mu.Unlock()
 		return
 	}
 	p.pins++
-	s.gets.sinking++
-	s.gets.sinkingBytes += p.size
-	s.mu.Unlock()
+	g.sinking++
+	g.sinkingBytes += p.size
+	g.mu.Unlock()
 
-	index, data := (p.off+fromRing)/s.cfg.BlockSize, p.buf[fromRing:want]
+	index, data := (p.off+fromRing)/g.cfg.BlockSize, p.buf[fromRing:want]
 	var kept bool
-	if k, ok := s.sink.(keeper); ok {
+	if k, ok := g.sink.(keeper); ok {
 		// The cache decides whether a one-block buffer itself becomes
 		// its RAM copy (a random reader's block); nothing writes a
 		// fetched part's buffer again.
-		own := fromRing == 0 && int64(len(p.buf)) <= s.cfg.BlockSize
+		own := fromRing == 0 && int64(len(p.buf)) <= g.cfg.BlockSize
 		kept = k.Keep(p.o.obj, index, data, p.sums.From(fromRing), place, own)
 	} else {
-		s.sink.Put(p.o.obj, index, data, place)
+		g.sink.Put(p.o.obj, index, data, place)
 	}
 
-	s.mu.Lock()
+	g.mu.Lock()
 	p.bufKept = kept
-	s.gets.sinking--
-	s.gets.sinkingBytes -= p.size
+	g.sinking--
+	g.sinkingBytes -= p.size
 	p.pins--
-	s.releaseIfUnusedLocked(p)
-	s.mu.Unlock()
+	g.release(p)
+	g.mu.Unlock()
 }
 
 // parkAfterHead is called when p's head GET has brought its n bytes. When
 // the object was read again since p was made, the rest follows at once
 // (false). Otherwise p gives up its GET slot and waits for the next read
 // (true): the reader may have wanted only those bytes.
-func (s *Engine) parkAfterHead(p *part, n int) bool {
-	s.mu.Lock()
-	defer s.mu.Unlock()
+func (g *getPool) parkAfterHead(p *part, n int) bool {
+	g.mu.Lock()
+	defer g.mu.Unlock()
 	p.fetched = p.head
 	p.arrived.set(p.fetched) // a fetcher need not report progress
 	// A part kept for the cache has its rest fetched at once: parked, it
 	// would wait for a read of the object that may never come.
-	if !p.live() || s.closed || p.o.reads != p.madeAtRead || p.why.keptUntilCached() {
-		s.restStartsLocked(p)
+	if !p.live() || g.closed || p.o.reads != p.madeAtRead || p.why.keptUntilCached() {
+		g.restStartsLocked(p)
 		return false
 	}
-	s.firstBytesLocked(p)
-	s.stats.Gets++
-	s.stats.FetchedBytes += int64(n)
-	s.gets.running--
+	g.firstBytesLocked(p)
+	g.gets++
+	g.fetchedBytes += int64(n)
+	g.running--
 	p.to(evPark)
 	p.o.parked = append(p.o.parked, p)
-	s.startNextLocked()
+	g.startNextLocked()
 	return true
 }
 
@@ -252,11 +348,11 @@ func (s *Engine) parkAfterHead(p *part, n int) bool {
 // waiting on the first are answered at once, and returns how many leading
 // bytes it got (a multiple of BlockSize unless all of them): the ring may
 // have lost a block since the part was made.
-func (s *Engine) readRing(p *part, want int64, place cache.Placement) int64 {
+func (g *getPool) readRing(p *part, want int64, place cache.Placement) int64 {
 	var done int64
 	for done < want {
-		end := min(done+s.cfg.BlockSize, want)
-		if _, ok := s.cache.ReadAt(p.o.obj, p.buf[done:end], p.off+done, place); !ok {
+		end := min(done+g.cfg.BlockSize, want)
+		if _, ok := g.cache.ReadAt(p.o.obj, p.buf[done:end], p.off+done, place); !ok {
 			break
 		}
 		done = end
@@ -267,9 +363,9 @@ func (s *Engine) readRing(p *part, want int64, place cache.Placement) int64 {
 
 // fetchRest GETs p's bytes from offset from (within the part) to want and
 // returns how many it got, or the error that ended the GET.
-func (s *Engine) fetchRest(ctx context.Context, p *part, from, want int64) (int, error) {
+func (g *getPool) fetchRest(ctx context.Context, p *part, from, want int64) (int, error) {
 	first := true
-	if k, ok := s.sink.(keeper); ok && p.sums == nil {
+	if k, ok := g.sink.(keeper); ok && p.sums == nil {
 		p.sums = k.Summer(p.size)
 	}
 	progress := store.WithProgress(ctx, func(n int) {
@@ -277,12 +373,12 @@ func (s *Engine) fetchRest(ctx context.Context, p *part, from, want int64) (int,
 		p.arrived.set(from + int64(n))
 		if first && n > 0 {
 			first = false
-			s.mu.Lock()
-			s.firstBytesLocked(p)
-			s.mu.Unlock()
+			g.mu.Lock()
+			g.firstBytesLocked(p)
+			g.mu.Unlock()
 		}
 	})
-	n, err := s.fetch.ReadRange(progress, p.o.obj, p.off+from, p.buf[from:want])
+	n, err := g.fetch.ReadRange(progress, p.o.obj, p.off+from, p.buf[from:want])
 	switch {
 	case errors.Is(err, io.EOF) && int64(n) == want-from:
 		err = nil

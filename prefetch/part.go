@@ -170,16 +170,13 @@ func (s *Engine) gapLocked(o *object, start, limit int64) Range {
 	return Range{start, min(end, o.obj.Size)}
 }
 
-// chargeOf is the budget a part over r costs: whole blocks.
-func (s *Engine) chargeOf(r Range) int64 { return ceilTo(r.Len(), s.cfg.BlockSize) }
-
 // newPartLocked registers a part over r, which must be a gap, made for
 // why, charges the budget, and queues its GET. read is the read that
 // waits on it, empty when none does. The caller has checked the budget.
 func (s *Engine) newPartLocked(o *object, r, read Range, fromRing bool, why purpose) *part {
 	urgent := !read.Empty()
 	p := &part{
-		o: o, off: r.Start, end: r.End, size: s.chargeOf(r), why: why,
+		o: o, off: r.Start, end: r.End, size: s.cfg.chargeOf(r), why: why,
 		urgent: urgent, fromRing: fromRing,
 		done: make(chan struct{}), holders: map[*Stream]int64{},
 	}
@@ -196,7 +193,7 @@ func (s *Engine) newPartLocked(o *object, r, read Range, fromRing bool, why purp
 	if why.speculative() {
 		s.registry.spec = append(s.registry.spec, p)
 	}
-	s.enqueueLocked(p)
+	s.gets.enqueueLocked(p)
 	return p
 }
 
@@ -207,7 +204,7 @@ func (s *Engine) removeLocked(p *part) {
 	if !p.live() {
 		return
 	}
-	s.restStartsLocked(p)
+	s.gets.restStartsLocked(p)
 	for b := p.off / s.cfg.BlockSize; b*s.cfg.BlockSize < p.end; b++ {
 		if p.o.parts[b] == p {
 			delete(p.o.parts, b)
@@ -219,7 +216,7 @@ func (s *Engine) removeLocked(p *part) {
 	}
 	clear(p.holders)
 	s.unspecLocked(p)
-	s.dropScheduleOfLocked(p)
+	s.sched.dropPartLocked(p)
 	switch p.state {
 	case partQueued, partParked:
 		p.err = ErrClosed
@@ -255,7 +252,7 @@ func (s *Engine) freeLocked(p *part) {
 	s.budget.notify()
 	s.pumpHintsLocked()
 	s.pumpDenseLocked()
-	s.pumpScheduleLocked()
+	s.sched.pumpLocked()
 }
 
 // releaseIfUnusedLocked removes p when nothing keeps it any more.
@@ -312,34 +309,4 @@ func (s *Engine) unspecLocked(p *part) {
 	if i := slices.Index(s.registry.spec, p); i >= 0 {
 		s.registry.spec = slices.Delete(s.registry.spec, i, i+1)
 	}
-}
-
-// readArrivedLocked records a read of o: the parts whose head GET is over
-// get the GET of their rest, and read-ahead deferred behind them starts.
-func (s *Engine) readArrivedLocked(o *object) {
-	o.reads++
-	parked := o.parked
-	o.parked = nil
-	for _, p := range parked {
-		if p.state == partParked {
-			s.restStartsLocked(p)
-			p.to(evResume)
-			s.enqueueLocked(p)
-		}
-	}
-}
-
-// restStartsLocked records that p's head no longer holds anything back:
-// the GET of its rest is starting, or p is gone.
-func (s *Engine) restStartsLocked(p *part) {
-	if !p.headPending {
-		return
-	}
-	p.headPending = false
-	o := p.o
-	o.heads--
-	if i := slices.Index(o.parked, p); i >= 0 {
-		o.parked = slices.Delete(o.parked, i, i+1)
-	}
-	s.releaseDeferredLocked(o)
 }

@@ -8,7 +8,7 @@ import (
 )
 
 // Reads of a schedule's ranges that no part keeps. A part keeps the
-// ranges it covers until reads reach them (consumeScheduleLocked); two
+// ranges it covers until reads reach them (consumeLocked); two
 // kinds of range have no part to do that:
 //
 //   - Unkept: a range placed where the RAM tier held its blocks, or whose
@@ -27,7 +27,7 @@ import (
 //
 // Every read of an object the schedule names looks for such ranges near
 // the heads of each owner's queue and unkept list, where an in-order
-// reader finds them (readScheduledLocked); the ranges it reaches the last
+// reader finds them (readLocked); the ranges it reaches the last
 // unread bytes of are read, as those of a part are.
 
 // unkeptRef is a placed range no part keeps.
@@ -47,10 +47,9 @@ const scheduleReadScan = 2 * scheduleReorder
 // of: scheduleReorder past the newest range read.
 func (q *scheduleQueue) readHorizon() uint64 { return q.readTo + scheduleReorder }
 
-// readScheduledLocked records a read of r of obj against the ranges of
+// readLocked records a read of r of obj against the ranges of
 // every owner that no part keeps.
-func (s *Engine) readScheduledLocked(obj store.Object, r Range) {
-	sc := &s.sched
+func (sc *schedule) readLocked(obj store.Object, r Range) {
 	id := objectID{obj.Key, obj.ETag}
 	if r.Empty() || sc.objects[id] == 0 {
 		return
@@ -58,8 +57,8 @@ func (s *Engine) readScheduledLocked(obj store.Object, r Range) {
 	passed := false
 	var owners []uint64
 	for owner, q := range sc.owners {
-		p1, read1 := s.readQueuedLocked(owner, q, id, r)
-		p2, read2 := s.readUnkeptLocked(q, id, r)
+		p1, read1 := sc.readQueuedLocked(owner, q, id, r)
+		p2, read2 := sc.readUnkeptLocked(q, id, r)
 		passed = passed || p1 || p2
 		if read1 || read2 {
 			owners = append(owners, owner)
@@ -67,23 +66,23 @@ func (s *Engine) readScheduledLocked(obj store.Object, r Range) {
 	}
 	if passed {
 		sc.moved++
-		s.pumpScheduleLocked()
+		sc.pumpLocked()
 	}
 	for _, owner := range owners {
-		s.forgetOwnerLocked(owner)
+		sc.forgetOwnerLocked(owner)
 	}
 }
 
 // readRefsLocked has r read refs of obj, and returns those it did not
 // read whole; the others count as read.
-func (s *Engine) readRefsLocked(q *scheduleQueue, obj store.Object, refs []schedRef, r Range) (left []schedRef, passed bool) {
+func (sc *schedule) readRefsLocked(q *scheduleQueue, obj store.Object, refs []schedRef, r Range) (left []schedRef, passed bool) {
 	left = refs[:0]
 	for _, ref := range refs {
 		if ref.left -= overlap(ref.r, r); ref.left > 0 {
 			left = append(left, ref)
 			continue
 		}
-		passed = s.rangeReadLocked(q, obj, ref) || passed
+		passed = sc.rangeReadLocked(q, obj, ref) || passed
 	}
 	clear(refs[len(left):])
 	return left, passed
@@ -93,8 +92,7 @@ func (s *Engine) readRefsLocked(q *scheduleQueue, obj store.Object, refs []sched
 // overlaps, and drops those read whole from their entries: parts made for
 // them later would keep them for a read that is over. An entry whose parts
 // are still to be made shrinks to the blocks of the ranges left.
-func (s *Engine) readQueuedLocked(owner uint64, q *scheduleQueue, id objectID, r Range) (passed, read bool) {
-	sc := &s.sched
+func (sc *schedule) readQueuedLocked(owner uint64, q *scheduleQueue, id objectID, r Range) (passed, read bool) {
 	horizon := q.readHorizon()
 	for i, seen := 0, 0; i < len(q.entries) && seen < scheduleReadScan && q.entries[i].refs[0].seq < horizon; i++ {
 		e := &q.entries[i]
@@ -104,7 +102,7 @@ func (s *Engine) readQueuedLocked(owner uint64, q *scheduleQueue, id objectID, r
 		}
 		n := len(e.refs)
 		var p bool
-		e.refs, p = s.readRefsLocked(q, e.obj, e.refs, r)
+		e.refs, p = sc.readRefsLocked(q, e.obj, e.refs, r)
 		passed = passed || p
 		if len(e.refs) == n {
 			continue
@@ -117,9 +115,9 @@ func (s *Engine) readQueuedLocked(owner uint64, q *scheduleQueue, id objectID, r
 			continue
 		}
 		if !e.started {
-			e.span = blocksOf(e.refs[0].r, s.cfg.BlockSize)
+			e.span = blocksOf(e.refs[0].r, sc.cfg.BlockSize)
 			for _, ref := range e.refs[1:] {
-				b := blocksOf(ref.r, s.cfg.BlockSize)
+				b := blocksOf(ref.r, sc.cfg.BlockSize)
 				e.span = Range{min(e.span.Start, b.Start), max(e.span.End, b.End)}
 			}
 			e.next = e.span.Start
@@ -132,7 +130,7 @@ func (s *Engine) readQueuedLocked(owner uint64, q *scheduleQueue, id objectID, r
 }
 
 // readUnkeptLocked has r read the unkept ranges of q that it overlaps.
-func (s *Engine) readUnkeptLocked(q *scheduleQueue, id objectID, r Range) (passed, read bool) {
+func (sc *schedule) readUnkeptLocked(q *scheduleQueue, id objectID, r Range) (passed, read bool) {
 	horizon, k := q.readHorizon(), 0
 	for k < min(len(q.unkept), scheduleReadScan) && q.unkept[k].ref.seq < horizon {
 		k++
@@ -141,9 +139,9 @@ func (s *Engine) readUnkeptLocked(q *scheduleQueue, id objectID, r Range) (passe
 	for _, u := range q.unkept[:k] {
 		if (objectID{u.obj.Key, u.obj.ETag}) == id {
 			if u.ref.left -= overlap(u.ref.r, r); u.ref.left <= 0 {
-				passed = s.rangeReadLocked(q, u.obj, u.ref) || passed
+				passed = sc.rangeReadLocked(q, u.obj, u.ref) || passed
 				read = true
-				s.sched.unkept--
+				sc.unkept--
 				continue
 			}
 		}
@@ -160,8 +158,8 @@ func (s *Engine) readUnkeptLocked(q *scheduleQueue, id objectID, r Range) (passe
 // rangeReadLocked counts ref, of obj, read: it is no longer queued or
 // kept, and its owner has read that far. It reports whether that moved
 // the owner on.
-func (s *Engine) rangeReadLocked(q *scheduleQueue, obj store.Object, ref schedRef) bool {
-	s.countRangesLocked(obj, -1)
+func (sc *schedule) rangeReadLocked(q *scheduleQueue, obj store.Object, ref schedRef) bool {
+	sc.countRangesLocked(obj, -1)
 	if ref.seq < q.readTo {
 		return false
 	}
@@ -171,12 +169,12 @@ func (s *Engine) rangeReadLocked(q *scheduleQueue, obj store.Object, ref schedRe
 
 // leaveUnkeptLocked puts the ranges of e, just placed, that no part was
 // given to keep in q's unkept list, where reads reach them.
-func (s *Engine) leaveUnkeptLocked(q *scheduleQueue, e *schedEntry) {
+func (sc *schedule) leaveUnkeptLocked(q *scheduleQueue, e *schedEntry) {
 	for _, ref := range e.refs {
 		if !ref.kept {
 			q.unkept = append(q.unkept, unkeptRef{obj: e.obj, ref: ref})
-			s.sched.unkept++
-			s.countRangesLocked(e.obj, 1)
+			sc.unkept++
+			sc.countRangesLocked(e.obj, 1)
 		}
 	}
 }
@@ -185,15 +183,15 @@ func (s *Engine) leaveUnkeptLocked(q *scheduleQueue, e *schedEntry) {
 // read past, or all of them when the owner has been idle scheduleHoldFor:
 // a loader that stopped must not keep its objects named for ever. It
 // reports whether it dropped any.
-func (s *Engine) dropUnkeptLocked(q *scheduleQueue, now time.Time) bool {
+func (sc *schedule) dropUnkeptLocked(q *scheduleQueue, now time.Time) bool {
 	n := 0
 	idle := now.Sub(q.active) > scheduleHoldFor
 	for n < len(q.unkept) && (idle || q.passed(q.unkept[n].ref)) {
-		s.countRangesLocked(q.unkept[n].obj, -1)
+		sc.countRangesLocked(q.unkept[n].obj, -1)
 		n++
 	}
-	s.stats.ScheduleSkipped += int64(n)
-	s.sched.unkept -= n
+	sc.skipped += int64(n)
+	sc.unkept -= n
 	q.unkept = slices.Delete(q.unkept, 0, n)
 	return n > 0
 }

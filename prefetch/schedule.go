@@ -15,7 +15,7 @@ import (
 //   - Coalescing. A range that touches or overlaps the blocks of the
 //     owner's previous range in the same object, within one PartSize
 //     part, joins it (coalesce): neighbouring samples cost one GET.
-//   - Fetching. pumpScheduleLocked makes the parts of queued ranges in
+//   - Fetching. pumpLocked makes the parts of queued ranges in
 //     order while parts made for the schedule take at most half the
 //     budget, at most half the GET slots run (scheduleSlots) and no read
 //     waits for budget: a window ahead of the reader,
@@ -74,8 +74,13 @@ const MaxScheduledRanges = 1 << 16
 // until one empties.
 const maxScheduleOwners = 1024
 
-// schedule is the state of the sample schedule. Guarded by Engine.mu.
+// schedule is the sample schedule: its owners' queues, the parts that
+// keep its ranges, and its counters. It makes, keeps and lets go of parts
+// through its hooks, never through the engine's fields. Guarded by
+// Engine.mu, which its hooks are called with.
 type schedule struct {
+	cfg     Config
+	cache   Cache // nil when there is none: no part is widened (widensLocked)
 	owners  map[uint64]*scheduleQueue
 	turn    []uint64         // owners with queued ranges, served in turn from turn[0]
 	queued  int              // entries in every queue
@@ -84,12 +89,56 @@ type schedule struct {
 	objects map[objectID]int // ranges counts per object
 	parts   map[*part]struct{}
 	made    uint64 // parts made so far, for eviction order
-	pumping bool   // pumpScheduleLocked is running: a nested call leaves the work to it
+	pumping bool   // pumpLocked is running: a nested call leaves the work to it
 	again   bool   // a nested call asked for another pass
 	// moved counts reads that moved an owner on since the last sweep of
 	// passed ranges (dropPassedLocked); sweep asks for one at the next pump.
 	moved int
 	sweep bool
+
+	// Counters (Stats): ranges queued, ranges a read reached while a part
+	// kept them, ranges dropped as read past. made counts the parts.
+	scheduled, readRanges, skipped int64
+
+	scheduleHooks
+}
+
+// scheduleHooks are what the schedule asks of the rest of the engine, each
+// called with Engine.mu held.
+type scheduleHooks struct {
+	closed func() bool
+	// object returns the part table's entry for obj, made when absent;
+	// tidy forgets it once nothing refers to it.
+	object func(obj store.Object) *object
+	tidy   func(o *object)
+	// partAt is the part covering the byte at off of o, nil when none.
+	partAt func(o *object, off int64) *part
+	// partSource is the run of blocks of o from start, up to limit, that
+	// no part covers, cut where the cache starts or stops holding them,
+	// and whether it is read from the ring (source.go).
+	partSource func(o *object, start, limit int64, readAhead bool) (r Range, fromRing bool)
+	// afford reports whether a part of size bytes may be made for the
+	// schedule now: its parts within half the budget, its GETs within
+	// half the slots (scheduleSlots), and no read waiting for budget.
+	afford func(size int64) bool
+	// newPart makes a part over r, charges it and queues its GET.
+	newPart func(o *object, r, read Range, fromRing bool, why purpose) *part
+	// release lets p go once nothing keeps it.
+	release func(p *part)
+}
+
+func newSchedule(cfg Config, cache Cache, hooks scheduleHooks) schedule {
+	return schedule{
+		cfg: cfg, cache: cache, scheduleHooks: hooks,
+		owners: map[uint64]*scheduleQueue{}, parts: map[*part]struct{}{}, objects: map[objectID]int{},
+	}
+}
+
+// closeLocked forgets every queue: the engine closed, and every part went.
+func (sc *schedule) closeLocked() {
+	sc.turn, sc.queued, sc.ranges, sc.unkept = nil, 0, 0, 0
+	clear(sc.owners)
+	clear(sc.objects)
 }
 
 // scheduleQueue is one owner's queued ranges and how far it has read.
@@ -132,8 +181,7 @@ func overlap(a, b Range) int64 { return max(min(a.End, b.End)-max(a.Start, b.Sta
 
 // countRangesLocked adds n to the ranges queued or kept, in all and for
 // obj. An object stays named, at zero, until the whole schedule is spent.
-func (s *Engine) countRangesLocked(obj store.Object, n int) {
-	sc := &s.sched
+func (sc *schedule) countRangesLocked(obj store.Object, n int) {
 	sc.ranges += n
 	id := objectID{obj.Key, obj.ETag}
 	sc.objects[id] = max(sc.objects[id]+n, 0)
@@ -142,15 +190,15 @@ func (s *Engine) countRangesLocked(obj store.Object, n int) {
 	}
 }
 
-// scheduledLocked reports whether the schedule in force names ranges of o:
+// namesLocked reports whether the schedule in force names ranges of o:
 // its reads are the schedule's, and neither read-ahead nor the density
 // rule guesses what comes after them. That holds until the schedule is
 // spent, not only while ranges of o are queued or kept: a late sample of
 // an object whose other samples were read already (its range let go as
 // passed, or its part gone) is still the loader's, and turned the object
 // dense at the end of an epoch.
-func (s *Engine) scheduledLocked(o *object) bool {
-	_, named := s.sched.objects[objectID{o.obj.Key, o.obj.ETag}]
+func (sc *schedule) namesLocked(o *object) bool {
+	_, named := sc.objects[objectID{o.obj.Key, o.obj.ETag}]
 	return named
 }
 
@@ -203,6 +251,16 @@ func trimOverlap(prev, r Range) (Range, bool) {
 // Schedule queues ranges owner will read, in that order, and starts
 // fetching them as the budget allows.
 func (s *Engine) Schedule(owner uint64, ranges []Scheduled) ScheduleResult {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.closed {
+		return ScheduleResult{FirstOverlapping: -1, FirstFull: -1}
+	}
+	return s.sched.addLocked(owner, ranges)
+}
+
+// addLocked queues ranges for owner (Schedule).
+func (sc *schedule) addLocked(owner uint64, ranges []Scheduled) ScheduleResult {
 	res := ScheduleResult{FirstOverlapping: -1, FirstFull: -1}
 	full := func(i int) {
 		if res.Full == 0 {
@@ -210,12 +268,6 @@ func (s *Engine) Schedule(owner uint64, ranges []Scheduled) ScheduleResult {
 		}
 		res.Full++
 	}
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if s.closed {
-		return res
-	}
-	sc := &s.sched
 	q := sc.owners[owner]
 	for i, sr := range ranges {
 		r := Range{sr.Off, min(sr.Off+sr.Len, sr.Obj.Size)}
@@ -252,12 +304,12 @@ func (s *Engine) Schedule(owner uint64, ranges []Scheduled) ScheduleResult {
 		ref := schedRef{owner: owner, seq: q.nextSeq, r: r, left: r.Len()}
 		q.nextSeq++
 		res.Queued++
-		s.countRangesLocked(sr.Obj, 1)
-		b := blocksOf(r, s.cfg.BlockSize)
+		sc.countRangesLocked(sr.Obj, 1)
+		b := blocksOf(r, sc.cfg.BlockSize)
 		// Join the previous entry when it is of the same object and its
 		// parts are still to be made: a placed entry's span no longer grows.
 		if n := len(q.entries); n > 0 && (objectID{q.entries[n-1].obj.Key, q.entries[n-1].obj.ETag}) == id && q.entries[n-1].next == q.entries[n-1].span.Start {
-			if span, ok := coalesce(q.entries[n-1].span, b, s.cfg.PartSize); ok {
+			if span, ok := coalesce(q.entries[n-1].span, b, sc.cfg.PartSize); ok {
 				e := &q.entries[n-1]
 				e.span, e.next = span, span.Start
 				e.refs = append(e.refs, ref)
@@ -273,48 +325,43 @@ func (s *Engine) Schedule(owner uint64, ranges []Scheduled) ScheduleResult {
 	if q != nil {
 		q.active = time.Now()
 	}
-	s.stats.ScheduledRanges += int64(res.Queued)
+	sc.scheduled += int64(res.Queued)
 	sc.sweep = true // and parts held past scheduleHoldFor go
-	s.pumpScheduleLocked()
+	sc.pumpLocked()
 	return res
 }
 
-// pumpScheduleLocked makes the parts of queued ranges, one entry per owner
+// pumpLocked makes the parts of queued ranges, one entry per owner
 // in turn, while the schedule's parts take at most half the budget and no
 // read waits for budget.
-func (s *Engine) pumpScheduleLocked() {
-	sc := &s.sched
+func (sc *schedule) pumpLocked() {
 	if sc.pumping {
 		sc.again = true
 		return
 	}
 	sc.pumping = true
 	defer func() { sc.pumping = false }()
-	afford := func(size int64) bool {
-		return s.budget.classFits(classSchedule, size, s.cfg.Memory/2) &&
-			s.gets.running < scheduleSlots(s.cfg.Concurrency)
-	}
 	for pass := true; pass; {
 		sc.again = false
 		if sc.sweep || sc.moved >= scheduleSweepEvery {
-			s.dropPassedLocked()
+			sc.dropPassedLocked()
 		}
-		for len(sc.turn) > 0 && !s.closed {
+		for len(sc.turn) > 0 && !sc.closed() {
 			owner := sc.turn[0]
 			q := sc.owners[owner]
 			e := &q.entries[0]
 			if q.passed(e.refs[len(e.refs)-1]) { // the reader went past all of it
-				s.stats.ScheduleSkipped += int64(len(e.refs))
-			} else if !s.placeLocked(e, afford) {
+				sc.skipped += int64(len(e.refs))
+			} else if !sc.placeLocked(e) {
 				if sc.moved == 0 {
 					break
 				}
-				s.dropPassedLocked() // the room may be held for ranges read past
+				sc.dropPassedLocked() // the room may be held for ranges read past
 				continue
 			} else {
-				s.leaveUnkeptLocked(q, e) // placed: what no part keeps waits for its read
+				sc.leaveUnkeptLocked(q, e) // placed: what no part keeps waits for its read
 			}
-			s.countRangesLocked(e.obj, -len(e.refs))
+			sc.countRangesLocked(e.obj, -len(e.refs))
 			q.entries[0] = schedEntry{}
 			q.entries = q.entries[1:]
 			sc.queued--
@@ -322,9 +369,9 @@ func (s *Engine) pumpScheduleLocked() {
 			if len(q.entries) > 0 {
 				sc.turn = append(sc.turn, owner)
 			}
-			s.forgetOwnerLocked(owner)
+			sc.forgetOwnerLocked(owner)
 		}
-		pass = sc.again && !s.closed
+		pass = sc.again && !sc.closed()
 	}
 }
 
@@ -338,27 +385,27 @@ func scheduleSlots(concurrency int) int { return max(concurrency/2, 1) }
 
 // placeLocked makes the parts of e's blocks that have none, or gives the
 // parts there e's ranges to keep, and reports whether all of e is placed.
-func (s *Engine) placeLocked(e *schedEntry, afford func(int64) bool) bool {
-	o := s.objectLocked(e.obj)
-	defer s.tidyLocked(o)
+func (sc *schedule) placeLocked(e *schedEntry) bool {
+	o := sc.object(e.obj)
+	defer sc.tidy(o)
 	e.started = true
-	bs := s.cfg.BlockSize
+	bs := sc.cfg.BlockSize
 	end := min(e.span.End, e.obj.Size)
-	whole := s.widensLocked(o)
+	whole := sc.widensLocked(o)
 	if whole {
 		// The whole PartSize part the entry lies in (coalesce keeps it in
 		// one): a GET from the part's start, not from the range's block
 		// with the blocks before it left to a GET of their own.
-		ps := s.cfg.PartSize
+		ps := sc.cfg.PartSize
 		if e.next == e.span.Start {
 			e.next = e.span.Start / ps * ps
 		}
 		end = min(ceilTo(e.span.End, ps), e.obj.Size)
 	}
 	for e.next < end {
-		if p := s.partAt(o, e.next); p != nil {
+		if p := sc.partAt(o, e.next); p != nil {
 			if !whole {
-				s.keepForScheduleLocked(p, e.refs)
+				sc.keepLocked(p, e.refs)
 			}
 			e.next = p.end
 			continue
@@ -369,31 +416,30 @@ func (s *Engine) placeLocked(e *schedEntry, afford func(int64) bool) bool {
 		// Blocks only the ring holds are read from it into the part, like
 		// blocks fetched: the range's own blocks, kept until it is read,
 		// or, for a small object, its whole part, into the RAM tier.
-		gap, cached := s.partSource(o.obj, s.gapLocked(o, e.next, end), true)
+		gap, cached := sc.partSource(o, e.next, end, true)
 		if gap.Empty() {
 			e.next = gap.End + bs
 			continue
 		}
-		if cached && whole && s.cache.RAMFree() < gap.Len() {
+		if cached && whole && sc.cache.RAMFree() < gap.Len() {
 			// A part let go once read from the ring would leave nothing
 			// behind: the RAM tier has no room for it. Reads find these
 			// blocks in the ring.
 			e.next = gap.End
 			continue
 		}
-		if !afford(s.chargeOf(gap)) {
+		if !sc.afford(sc.cfg.chargeOf(gap)) {
 			return false
 		}
 		why := forSchedule
 		if whole {
 			why = forScheduleWhole
 		}
-		p := s.newPartLocked(o, gap, Range{}, cached, why)
-		s.sched.made++
-		p.schedMade = s.sched.made
-		s.stats.ScheduleParts++
+		p := sc.newPart(o, gap, Range{}, cached, why)
+		sc.made++
+		p.schedMade = sc.made
 		if !whole {
-			s.keepForScheduleLocked(p, e.refs)
+			sc.keepLocked(p, e.refs)
 		}
 		e.next = gap.End
 	}
@@ -414,32 +460,32 @@ func (s *Engine) placeLocked(e *schedEntry, afford func(int64) bool) bool {
 // the epoch (its 8 MiB hold samples from every window), the window filled
 // with such parts, and the schedule stopped fetching while reads of the
 // parts it had not made went to the store one block at a time.
-func (s *Engine) widensLocked(o *object) bool {
-	return s.cache != nil && o.obj.Size <= s.cfg.Memory/smallObjectDivisor
+func (sc *schedule) widensLocked(o *object) bool {
+	return sc.cache != nil && o.obj.Size <= sc.cfg.Memory/smallObjectDivisor
 }
 
-// keepForScheduleLocked has p keep the refs that overlap it until read,
+// keepLocked has p keep the refs that overlap it until read,
 // and marks them kept.
-func (s *Engine) keepForScheduleLocked(p *part, refs []schedRef) {
+func (sc *schedule) keepLocked(p *part, refs []schedRef) {
 	for i, ref := range refs {
 		kept := slices.ContainsFunc(p.sched, func(k schedRef) bool { return k.owner == ref.owner && k.seq == ref.seq })
 		if ref.left = overlap(ref.r, Range{p.off, p.end}); ref.left > 0 && !kept {
 			refs[i].kept = true
 			p.sched = append(p.sched, ref)
-			s.sched.owners[ref.owner].held++
-			s.countRangesLocked(p.o.obj, 1)
+			sc.owners[ref.owner].held++
+			sc.countRangesLocked(p.o.obj, 1)
 		}
 	}
 	if len(p.sched) > 0 {
-		s.sched.parts[p] = struct{}{}
+		sc.parts[p] = struct{}{}
 	}
 }
 
-// consumeScheduleLocked records a read of r from p: the scheduled ranges
+// consumeLocked records a read of r from p: the scheduled ranges
 // it reaches the last unread bytes of are read, their owners have read
 // that far, and p is let go when nothing else keeps it. (A large sample
 // comes in several reads, in any order: the part stays for all of them.)
-func (s *Engine) consumeScheduleLocked(p *part, r Range) {
+func (sc *schedule) consumeLocked(p *part, r Range) {
 	if len(p.sched) == 0 || r.Empty() {
 		return
 	}
@@ -452,20 +498,20 @@ func (s *Engine) consumeScheduleLocked(p *part, r Range) {
 		if ref.left > 0 {
 			return false
 		}
-		q := s.sched.owners[ref.owner]
+		q := sc.owners[ref.owner]
 		q.held--
 		owners = append(owners, ref.owner)
-		passed = s.rangeReadLocked(q, p.o.obj, ref) || passed
+		passed = sc.rangeReadLocked(q, p.o.obj, ref) || passed
 		return true
 	})
-	s.stats.ScheduleRead += int64(len(owners))
+	sc.readRanges += int64(len(owners))
 	if passed {
-		s.sched.moved++
-		s.pumpScheduleLocked() // fills the room, dropping what the reader went past when it must
+		sc.moved++
+		sc.pumpLocked() // fills the room, dropping what the reader went past when it must
 	}
-	s.releaseScheduledLocked(p)
+	sc.releaseLocked(p)
 	for _, owner := range owners {
-		s.forgetOwnerLocked(owner)
+		sc.forgetOwnerLocked(owner)
 	}
 }
 
@@ -486,25 +532,25 @@ const scheduleHoldFor = 30 * time.Second
 // unkept lists, the ranges their owner has read past without reading them
 // (they will not be read soon), the ranges of scheduled parts that arrived
 // scheduleHoldFor ago, and the unkept ranges of owners idle that long.
-func (s *Engine) dropPassedLocked() {
-	s.sched.moved, s.sched.sweep = 0, false
+func (sc *schedule) dropPassedLocked() {
+	sc.moved, sc.sweep = 0, false
 	var freed []*part
 	var owners []uint64
 	now := time.Now()
-	for p := range s.sched.parts {
+	for p := range sc.parts {
 		if !p.settled() {
 			continue // its GET runs: cancelling it would waste what it fetched
 		}
 		expired := p.why.scheduled() && !p.settledAt.IsZero() && now.Sub(p.settledAt) > scheduleHoldFor
 		p.sched = slices.DeleteFunc(p.sched, func(ref schedRef) bool {
-			q := s.sched.owners[ref.owner]
+			q := sc.owners[ref.owner]
 			if !q.passed(ref) && !expired {
 				return false
 			}
 			q.held--
-			s.countRangesLocked(p.o.obj, -1)
+			sc.countRangesLocked(p.o.obj, -1)
 			owners = append(owners, ref.owner)
-			s.stats.ScheduleSkipped++
+			sc.skipped++
 			return true
 		})
 		if len(p.sched) == 0 {
@@ -512,47 +558,47 @@ func (s *Engine) dropPassedLocked() {
 		}
 	}
 	for _, p := range freed {
-		s.releaseScheduledLocked(p)
+		sc.releaseLocked(p)
 	}
-	for owner, q := range s.sched.owners {
-		if s.dropUnkeptLocked(q, now) {
+	for owner, q := range sc.owners {
+		if sc.dropUnkeptLocked(q, now) {
 			owners = append(owners, owner)
 		}
 	}
 	for _, owner := range owners {
-		s.forgetOwnerLocked(owner)
+		sc.forgetOwnerLocked(owner)
 	}
 }
 
-// releaseScheduledLocked lets p go once it keeps no scheduled range.
-func (s *Engine) releaseScheduledLocked(p *part) {
+// releaseLocked lets p go once it keeps no scheduled range.
+func (sc *schedule) releaseLocked(p *part) {
 	if len(p.sched) > 0 {
 		return
 	}
-	delete(s.sched.parts, p)
-	s.releaseIfUnusedLocked(p)
+	delete(sc.parts, p)
+	sc.release(p)
 }
 
-// dropScheduleOfLocked forgets the ranges p keeps: it is being removed.
-func (s *Engine) dropScheduleOfLocked(p *part) {
+// dropPartLocked forgets the ranges p keeps: it is being removed.
+func (sc *schedule) dropPartLocked(p *part) {
 	for _, ref := range p.sched {
-		if q := s.sched.owners[ref.owner]; q != nil {
+		if q := sc.owners[ref.owner]; q != nil {
 			q.held--
-			s.countRangesLocked(p.o.obj, -1)
+			sc.countRangesLocked(p.o.obj, -1)
 		}
 	}
 	owners := p.sched
 	p.sched = nil
-	delete(s.sched.parts, p)
+	delete(sc.parts, p)
 	for _, ref := range owners {
-		s.forgetOwnerLocked(ref.owner)
+		sc.forgetOwnerLocked(ref.owner)
 	}
 }
 
 // forgetOwnerLocked drops owner's queue once it has nothing queued or held.
-func (s *Engine) forgetOwnerLocked(owner uint64) {
-	if q := s.sched.owners[owner]; q != nil && len(q.entries) == 0 && q.held == 0 && len(q.unkept) == 0 {
-		delete(s.sched.owners, owner)
+func (sc *schedule) forgetOwnerLocked(owner uint64) {
+	if q := sc.owners[owner]; q != nil && len(q.entries) == 0 && q.held == 0 && len(q.unkept) == 0 {
+		delete(sc.owners, owner)
 	}
 }
 
@@ -572,11 +618,11 @@ func (s *Engine) heldBySchedule(obj store.Object, off, end int64) bool {
 	return p != nil && len(p.sched) > 0 && p.end >= end
 }
 
-// newestScheduledLocked is the part made last for the schedule that no
+// newestLocked is the part made last for the schedule that no
 // read is using, for eviction; nil when none.
-func (s *Engine) newestScheduledLocked() *part {
+func (sc *schedule) newestLocked() *part {
 	var best *part
-	for p := range s.sched.parts {
+	for p := range sc.parts {
 		if p.pins == 0 && p.why.scheduled() && len(p.holders) == 0 && (best == nil || p.schedMade > best.schedMade) {
 			best = p
 		}

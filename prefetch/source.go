@@ -8,7 +8,6 @@ import (
 
 	"github.com/shardfs/shardfs/cache"
 	"github.com/shardfs/shardfs/metrics"
-	"github.com/shardfs/shardfs/store"
 )
 
 // This file is the one place that decides where a read's bytes come from
@@ -256,14 +255,16 @@ func tierOf(fromRing bool) string {
 	return metrics.TierNetwork
 }
 
-// partSource cuts gap (block-aligned) where the cache starts or stops
-// holding its blocks, so that a part over the result is read whole from the
-// ring (fromRing) or whole from the store. With readAhead, a gap that
-// starts at a block the RAM tier holds comes back empty, starting and
-// ending at that block, and a gap is cut before such a block; so does a
-// gap that overlaps a range whose GET just failed (failed.go). Called with
-// s.mu held.
-func (s *Engine) partSource(obj store.Object, gap Range, readAhead bool) (r Range, fromRing bool) {
+// partSource is where the next part of o from start (block-aligned) comes
+// from: the run of blocks up to limit that no part covers (gapLocked), cut
+// where the cache starts or stops holding its blocks, so that a part over
+// the result is read whole from the ring (fromRing) or whole from the
+// store. With readAhead, a gap that starts at a block the RAM tier holds
+// comes back empty, starting and ending at that block, and a gap is cut
+// before such a block; so does a gap that overlaps a range whose GET just
+// failed (failed.go). Called with s.mu held.
+func (s *Engine) partSource(o *object, start, limit int64, readAhead bool) (r Range, fromRing bool) {
+	obj, gap := o.obj, s.gapLocked(o, start, limit)
 	if readAhead && !gap.Empty() && s.failedLocked(obj, gap) != nil {
 		// A range that just failed gets no read-ahead: its reads fetch
 		// it, or fail, themselves (failed.go).
@@ -290,10 +291,10 @@ func (s *Engine) partSource(obj store.Object, gap Range, readAhead bool) (r Rang
 // fellBackToStore records that p, made to be read from the ring, is
 // fetched from the store after all; before any fetched byte arrives, so
 // that reads do not count those as served from the cache.
-func (s *Engine) fellBackToStore(p *part) {
-	s.mu.Lock()
+func (g *getPool) fellBackToStore(p *part) {
+	g.mu.Lock()
 	p.fromRing = false
-	s.mu.Unlock()
+	g.mu.Unlock()
 }
 
 // streamPurpose is why a stream makes a part: for its reader's read
@@ -323,9 +324,9 @@ func (s *Engine) streamPurpose(forRead, sequential, fromRing bool) purpose {
 // otherwise fill the budget with them and hold every reader to the
 // disk's pace; a skipped block is fetched again on the next pass, when
 // the disk may take it.
-func (s *Engine) sinkLagsLocked(p *part, place cache.Placement) bool {
-	return s.cfg.SkipLaggingSink && s.gets.fillers == 0 && place == cache.ForReadAhead &&
-		s.gets.sinking > 0 && s.gets.sinkingBytes+p.size > s.cfg.Memory/sinkLagShare
+func (g *getPool) sinkLagsLocked(p *part, place cache.Placement) bool {
+	return g.cfg.SkipLaggingSink && g.fillers == 0 && place == cache.ForReadAhead &&
+		g.sinking > 0 && g.sinkingBytes+p.size > g.cfg.Memory/sinkLagShare
 }
 
 // noteRandomLocked records a random read of asked bytes of o over the
@@ -335,7 +336,7 @@ func (s *Engine) sinkLagsLocked(p *part, place cache.Placement) bool {
 func (s *Engine) noteRandomLocked(o *object, need Range, asked int64) (dense bool) {
 	bs := s.cfg.BlockSize
 	blocks := ceilTo(o.obj.Size, bs) / bs
-	if !s.cfg.DenseRandom || need.Empty() || blocks > maxTrackedBlocks || s.scheduledLocked(o) {
+	if !s.cfg.DenseRandom || need.Empty() || blocks > maxTrackedBlocks || s.sched.namesLocked(o) {
 		return false
 	}
 	id := objectID{o.obj.Key, o.obj.ETag}

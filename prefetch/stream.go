@@ -147,7 +147,7 @@ func (st *Stream) read(ctx context.Context, p []byte, off int64, inPlace bool) (
 		return p[:n], false, nil, err
 	}
 	s.applyLocked(st, plan, end-off, Range{off, end})
-	s.readScheduledLocked(st.obj, Range{off, end})
+	s.sched.readLocked(st.obj, Range{off, end})
 	s.mu.Unlock()
 
 	cached = true
@@ -186,14 +186,14 @@ func (st *Stream) Observe(off, n int64) {
 	end := min(off+n, st.obj.Size)
 	plan := st.policy.Read(off, n)
 	s.applyLocked(st, plan, end-off, Range{})
-	s.readScheduledLocked(st.obj, Range{off, end})
+	s.sched.readLocked(st.obj, Range{off, end})
 	for pos := off; pos < end; {
 		p := s.partAt(st.o, pos)
 		if p == nil {
 			pos = (pos/s.cfg.BlockSize + 1) * s.cfg.BlockSize
 			continue
 		}
-		s.consumeScheduleLocked(p, Range{pos, min(end, p.end)})
+		s.sched.consumeLocked(p, Range{pos, min(end, p.end)})
 		s.creditLocked(st, p, min(end, p.end)-pos, plan.Sequential)
 		pos = p.end
 	}
@@ -243,8 +243,8 @@ func (st *Stream) pin(ctx context.Context, pos, readEnd, needEnd int64, sequenti
 		}
 		p := s.partAt(st.o, pos)
 		if p == nil {
-			gap, fromRing := s.partSource(st.o.obj, s.gapLocked(st.o, pos/s.cfg.BlockSize*s.cfg.BlockSize, needEnd), false)
-			size := s.chargeOf(gap)
+			gap, fromRing := s.partSource(st.o, pos/s.cfg.BlockSize*s.cfg.BlockSize, needEnd, false)
+			size := s.cfg.chargeOf(gap)
 			if s.budget.fits(size) {
 				p = s.newPartLocked(st.o, gap, Range{pos, readEnd}, fromRing, s.streamPurpose(true, sequential, fromRing))
 			} else if !waited {
@@ -262,7 +262,7 @@ func (st *Stream) pin(ctx context.Context, pos, readEnd, needEnd int64, sequenti
 		}
 		if p != nil {
 			s.holdLocked(st, p)
-			s.urgeLocked(p)
+			s.gets.urgeLocked(p)
 			p.pins++
 			s.stats.ReadPins++
 			return p, nil
@@ -305,7 +305,7 @@ func (st *Stream) serve(ctx context.Context, p *part, pos, end int64, sequential
 			s.stats.PrefetchedServedBytes += int64(len(got))
 		}
 		fromRing = p.fromRing
-		s.consumeScheduleLocked(p, Range{pos, pos + int64(len(got))})
+		s.sched.consumeLocked(p, Range{pos, pos + int64(len(got))})
 		s.creditLocked(st, p, int64(len(got)), sequential)
 		if dst != nil || err != nil {
 			s.unpinLocked(p)

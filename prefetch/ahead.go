@@ -2,6 +2,28 @@ package prefetch
 
 import "github.com/shardfs/shardfs/store"
 
+// registry is what the read-ahead producers know beyond the part table:
+// the open streams, the listing order and when each key was last opened,
+// each opener's order, the hinted objects still to prefetch, and the
+// objects random reads use densely. Guarded by Engine.mu.
+type registry struct {
+	streams  map[*Stream]struct{}
+	order    []store.Object             // the listing, sorted by key (indexOf)
+	openedAt []uint64                   // by index in order: opens when it was last opened, 0 never
+	opens    uint64                     // streams opened so far
+	hints    []store.Object             // hinted objects not yet prefetched, in order
+	access   map[objectID]*randomAccess // blocks random reads touched, per object (dense.go)
+	dense    []denseFetch               // objects whose rest is fetched in the background, in the order they turned dense
+	openers  openers                    // the order each opener takes objects in (openers.go)
+}
+
+// denseFetch is the background fetch of the rest of an object that random
+// reads use densely: parts are made from next on as the budget allows.
+type denseFetch struct {
+	obj  store.Object
+	next int64
+}
+
 // applyLocked carries out a plan for st after a read: it lets go of held
 // parts outside plan.Keep, holds or starts the parts of plan.Need for read
 // (empty when the read was served elsewhere) and of plan.Ahead (within st's
@@ -49,7 +71,7 @@ func (s *Engine) applyLocked(st *Stream, plan Plan, asked int64, read Range) {
 func (s *Engine) coverLocked(st *Stream, r, read Range, sequential bool, afford func(size int64) bool) {
 	urgent := !read.Empty()
 	for pos := r.Start; pos < r.End; {
-		p := s.partAt(st.o, pos)
+		p := s.parts.partAt(st.o, pos)
 		if p == nil {
 			gap, fromRing := s.partSource(st.o, pos, r.End, !urgent)
 			if gap.Empty() {
@@ -98,14 +120,14 @@ func (s *Engine) spillLocked(st *Stream, spill int64, afford func(size int64) bo
 	passes := int(s.registry.opens-st.since) + len(s.registry.streams)*(s.cfg.NextShards+1)
 	for j, taken := i+1, 0; j < len(s.registry.order) && taken < s.cfg.NextShards; j++ {
 		next := s.registry.order[j]
-		o := s.registry.objects[objectID{next.Key, next.ETag}]
+		o := s.parts.find(next)
 		if s.registry.openedAt[j] > st.since || (o != nil && (o.streams > 0 || (o.claimedBy != nil && o.claimedBy != st))) {
 			if passes--; passes < 0 {
 				return
 			}
 			continue
 		}
-		s.objectLocked(next).claimedBy = st
+		s.parts.object(next).claimedBy = st
 		// Whole parts, as for the window itself.
 		s.prefetchStartLocked(next, min(ceilTo(max(spill, 1), s.cfg.PartSize), next.Size), forNextShard, afford)
 		spill = max(spill-next.Size, 0)
@@ -127,9 +149,9 @@ func (s *Engine) spillByStrideLocked(st *Stream, i, stride int, spill int64, aff
 		if k == 1 {
 			s.registry.openers.guessed(st.opener, j)
 		}
-		o := s.registry.objects[objectID{next.Key, next.ETag}]
+		o := s.parts.find(next)
 		if o == nil || o.streams == 0 && (o.claimedBy == nil || o.claimedBy == st) {
-			s.objectLocked(next).claimedBy = st
+			s.parts.object(next).claimedBy = st
 			s.prefetchStartLocked(next, min(ceilTo(max(spill, 1), s.cfg.PartSize), next.Size), forNextShard, afford)
 		}
 		spill = max(spill-next.Size, 0)
@@ -156,14 +178,14 @@ func (s *Engine) pumpHintsLocked() {
 // for a stream yet to open it, as far as afford allows, and reports whether
 // all of it is. Objects already open are left to their streams.
 func (s *Engine) prefetchStartLocked(obj store.Object, want int64, why purpose, afford func(size int64) bool) bool {
-	o := s.objectLocked(obj)
-	defer s.tidyLocked(o)
+	o := s.parts.object(obj)
+	defer s.parts.tidy(o)
 	if o.streams > 0 {
 		return true
 	}
 	want = min(ceilTo(want, s.cfg.BlockSize), obj.Size)
 	for pos := int64(0); pos < want; {
-		if p := s.partAt(o, pos); p != nil {
+		if p := s.parts.partAt(o, pos); p != nil {
 			pos = p.end
 			continue
 		}
@@ -216,9 +238,9 @@ func (s *Engine) pumpDenseLocked() {
 	}
 	for len(s.registry.dense) > 0 && !s.closed {
 		d := &s.registry.dense[0]
-		o := s.objectLocked(d.obj)
+		o := s.parts.object(d.obj)
 		for d.next < d.obj.Size {
-			if p := s.partAt(o, d.next); p != nil {
+			if p := s.parts.partAt(o, d.next); p != nil {
 				d.next = p.end
 				continue
 			}
@@ -236,14 +258,14 @@ func (s *Engine) pumpDenseLocked() {
 				continue
 			}
 			if !afford(s.cfg.chargeOf(gap)) {
-				s.tidyLocked(o)
+				s.parts.tidy(o)
 				return
 			}
 			s.newPartLocked(o, gap, Range{}, cached, forDenseRest)
 			s.stats.DenseParts++
 			d.next = gap.End
 		}
-		s.tidyLocked(o)
+		s.parts.tidy(o)
 		s.registry.dense[0] = denseFetch{}
 		s.registry.dense = s.registry.dense[1:]
 	}

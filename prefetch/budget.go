@@ -1,8 +1,9 @@
 package prefetch
 
 // budget is the memory budget: what live parts are charged, by class, the
-// buffers they hold, and who waits for room. Guarded by Engine.mu; its
-// methods touch nothing else.
+// buffers they hold, how many streams hold parts, and who waits for room.
+// Guarded by Engine.mu; its methods touch nothing else but the held bytes
+// of a stream handed to addHeld.
 type budget struct {
 	limit     int64             // Config.Memory
 	inUse     int64             // charged to live parts
@@ -69,6 +70,19 @@ func (b *budget) free(buf []byte, size int64, kept bool) {
 	b.pool.trim(b.limit - b.allocated)
 }
 
+// addHeld adds delta to the bytes a stream holds, heldBytes, and counts
+// the streams holding any (share).
+func (b *budget) addHeld(heldBytes *int64, delta int64) {
+	before := *heldBytes
+	*heldBytes += delta
+	switch {
+	case before == 0 && *heldBytes > 0:
+		b.holding++
+	case before > 0 && *heldBytes == 0:
+		b.holding--
+	}
+}
+
 // evictOneLocked drops one part that no read is using, to make room for a
 // read by requester, and reports whether it found one. In order: the
 // furthest part of the stream holding the most, if that is over its share;
@@ -76,13 +90,13 @@ func (b *budget) free(buf []byte, size int64, kept bool) {
 // last for a loader's schedule that no stream holds; then the furthest part
 // of the stream holding the most, whatever it holds.
 func (s *Engine) evictOneLocked(requester *Stream) bool {
-	richest, furthest := s.richestLocked()
+	richest, furthest := s.registry.richest()
 	if furthest != nil && richest.heldBytes > s.budget.share(requester.heldBytes) {
 		s.evictLocked(furthest)
 		return true
 	}
-	for i := len(s.registry.spec) - 1; i >= 0; i-- {
-		if p := s.registry.spec[i]; p.pins == 0 {
+	for i := len(s.parts.spec) - 1; i >= 0; i-- {
+		if p := s.parts.spec[i]; p.pins == 0 {
 			s.evictLocked(p)
 			return true
 		}
@@ -103,12 +117,12 @@ func (s *Engine) evictLocked(p *part) {
 	s.removeLocked(p)
 }
 
-// richestLocked is the stream holding the most bytes among those holding a
+// richest is the stream holding the most bytes among those holding a
 // part no read is using, and the furthest such part; nils when none.
-func (s *Engine) richestLocked() (*Stream, *part) {
+func (r *registry) richest() (*Stream, *part) {
 	var best *Stream
 	var bestPart *part
-	for st := range s.registry.streams {
+	for st := range r.streams {
 		if best != nil && st.heldBytes <= best.heldBytes {
 			continue
 		}

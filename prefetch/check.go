@@ -3,7 +3,7 @@ package prefetch
 // checkLocked asserts the engine's bookkeeping in builds with the
 // invariants tag: the budget charged equals what live parts cost and stays
 // within Config.Memory with the pool, every stream's held bytes add up, and
-// the registry maps each block to the part covering it.
+// the part table maps each block to the part covering it.
 func (s *Engine) checkLocked() {
 	if !invariants {
 		return
@@ -11,7 +11,7 @@ func (s *Engine) checkLocked() {
 	var live, dying, allocated int64
 	var byClass [numClasses]int64
 	running := 0
-	for p := range s.registry.live {
+	for p := range s.parts.live {
 		switch p.state {
 		case partFetching, partDying:
 			running++

@@ -5,10 +5,29 @@ package prefetch
 //
 //	Reader.mu     a handle's stream: its creation and release (reader.go)
 //	lastBlock.mu  a handle's kept cache block; the cache's locks inside
-//	Engine.mu     budget, registry, GET slots, every part and stream
+//	Engine.mu     the engine's one lock: the state of every owner below
 //	arrival.mu    a part's arrived bytes (arrival.go); also taken alone
 //	cache locks   Cache.Lookup runs under Engine.mu; Put, ReadAt and a
 //	              part's ring reads run outside it, from a GET's goroutine
+//
+// Engine.mu guards the state of each of these owners, a type each:
+//
+//	budget    budget.go    what live parts are charged, by class; their
+//	                       buffers and the pool; the streams holding parts
+//	                       and the reads waiting for room
+//	parts     part.go      the part table: objects and their parts by
+//	                       block, each part's holders, pins and state, the
+//	                       parts not yet freed, failed ranges (failed.go)
+//	gets      gets.go      GET slots and queues, the first-byte-first rule,
+//	                       the parts being handed to the Sink; not its
+//	                       WaitGroup, nor the bytes a GET writes into buf
+//	sched     schedule.go  the sample schedule: queues, the parts keeping
+//	                       its ranges (schedread.go: reads of the others)
+//	registry  ahead.go     open streams, listing order, openers, hints and
+//	                       dense objects: what the read-ahead producers use
+//	Stream    stream.go    a stream's policy, held parts and held bytes
+//	stats     stats.go     the Engine's own counters; the pool and the
+//	                       schedule keep theirs (Stats gathers them)
 //
 // Nothing calls back into the Engine while holding arrival.mu or a cache
 // lock. Engine.mu is never held across a GET, a disk read or a copy of a
@@ -93,12 +112,14 @@ var ErrClosed = errors.New("prefetch: closed")
 // maxQueuedHints bounds the hint schedule; hints past it are dropped.
 const maxQueuedHints = 4096
 
-// Engine runs the GETs of every Stream within one memory budget. Its
-// state has three owners, each in its own file and all guarded by mu:
-// budget (budget.go: what parts are charged and who waits for room),
-// registry (part.go: objects, their parts, the streams and the listing
-// order) and gets (gets.go: the GET slots and their queues). GETs and Sink
-// calls run outside mu.
+// Engine runs the GETs of every Stream within one memory budget. It holds
+// the owners of its state (the lock order above) and does what spans
+// them: making, removing and freeing a part (part.go), eviction
+// (budget.go), and the read-ahead producers (ahead.go). The schedule and
+// the GET pool reach the rest only through the hooks NewEngine gives
+// them; the part table and the budget reach nothing beyond what their
+// callers pass them. GETs and Sink calls run outside mu, in the GET
+// pool's goroutines.
 type Engine struct {
 	cfg   Config
 	sink  Sink
@@ -111,6 +132,7 @@ type Engine struct {
 	mu       sync.Mutex
 	closed   bool
 	budget   budget
+	parts    partTable
 	registry registry
 	gets     *getPool
 	sched    schedule
@@ -136,18 +158,17 @@ func NewEngine(cfg Config, f Fetcher, sink Sink, log *slog.Logger) *Engine {
 		cfg: cfg, sink: sink, cache: cache, log: log,
 		sharedRAM: shared != nil && shared.SharesRAM(),
 		budget:    newBudget(cfg.Memory),
+		parts:     newPartTable(cfg),
 		registry: registry{
-			objects: map[objectID]*object{},
 			streams: map[*Stream]struct{}{},
-			live:    map[*part]struct{}{},
 			access:  map[objectID]*randomAccess{},
 		},
 	}
 	s.sched = newSchedule(cfg, cache, scheduleHooks{
 		closed:     func() bool { return s.closed },
-		object:     s.objectLocked,
-		tidy:       s.tidyLocked,
-		partAt:     s.partAt,
+		object:     s.parts.object,
+		tidy:       s.parts.tidy,
+		partAt:     s.parts.partAt,
 		partSource: s.partSource,
 		afford: func(size int64) bool {
 			return s.budget.classFits(classSchedule, size, cfg.Memory/2) && s.gets.running < scheduleSlots(cfg.Concurrency)
@@ -157,7 +178,7 @@ func NewEngine(cfg Config, f Fetcher, sink Sink, log *slog.Logger) *Engine {
 	})
 	s.gets = newGetPool(cfg, f, sink, &s.mu, getHooks{
 		allocate: s.budget.allocate,
-		failed:   s.failedLocked,
+		failed:   s.parts.failure,
 		ended:    s.getEndedLocked,
 		release:  s.releaseIfUnusedLocked,
 	})
@@ -171,12 +192,12 @@ func (s *Engine) getEndedLocked(p *part, err error) {
 	s.sched.pumpLocked() // a GET slot is free (scheduleSlots)
 	id, r := objectID{p.o.obj.Key, p.o.obj.ETag}, Range{p.off, p.end}
 	if err == nil {
-		s.registry.failed.forget(id, r)
+		s.parts.failed.forget(id, r)
 		return
 	}
 	if p.live() {
 		if !s.closed {
-			s.registry.failed.add(id, r, err, time.Now())
+			s.parts.failed.add(id, r, err, time.Now())
 		}
 		s.stats.Errors++
 		s.log.Warn("prefetch: fetch failed", "key", p.o.obj.Key, "off", p.off, "end", p.end, "err", err)
@@ -195,7 +216,7 @@ func (s *Engine) Close() {
 	if !s.closed {
 		s.closed = true
 		s.gets.closeLocked()
-		for p := range s.registry.live {
+		for p := range s.parts.live {
 			if p.live() {
 				s.removeLocked(p)
 			}

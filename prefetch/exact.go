@@ -54,7 +54,7 @@ func (s *Engine) exactLocked(st *Stream, plan Plan, r Range) bool {
 func (s *Engine) readExact(ctx context.Context, obj store.Object, p []byte, off int64) (int, error) {
 	id, r := objectID{obj.Key, obj.ETag}, Range{off, off + int64(len(p))}
 	s.mu.Lock()
-	oneAttempt := s.registry.failed.find(id, r, time.Now()) != nil
+	oneAttempt := s.parts.failure(obj, r) != nil
 	s.stats.ExactReads++
 	s.mu.Unlock()
 
@@ -67,10 +67,10 @@ func (s *Engine) readExact(ctx context.Context, obj store.Object, p []byte, off 
 	case err != nil && s.closed:
 		err = fmt.Errorf("prefetch %s: %w", obj.Key, ErrClosed)
 	case err != nil:
-		s.registry.failed.add(id, r, err, time.Now())
+		s.parts.failed.add(id, r, err, time.Now())
 		s.stats.Errors++
 	default:
-		s.registry.failed.forget(id, r)
+		s.parts.failed.forget(id, r)
 		s.stats.ServedBytes += int64(n)
 	}
 	return n, err

@@ -106,7 +106,7 @@ func TestAReadPastTheHeadDuringItsGETDoesNotWaitForAnotherRead(t *testing.T) {
 func readsOf(s *Engine, obj store.Object) uint64 {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if o := s.registry.objects[objectID{obj.Key, obj.ETag}]; o != nil {
+	if o := s.parts.find(obj); o != nil {
 		return o.reads
 	}
 	return 0

@@ -10,34 +10,28 @@ import (
 	"github.com/shardfs/shardfs/store"
 )
 
-// registry is what the engine knows of objects, parts and streams.
-// Guarded by Engine.mu.
-type registry struct {
-	objects  map[objectID]*object
-	streams  map[*Stream]struct{}
-	live     map[*part]struct{}         // every part whose budget is not yet released
-	order    []store.Object             // the listing, sorted by key (indexOf)
-	openedAt []uint64                   // by index in order: opens when it was last opened, 0 never
-	opens    uint64                     // streams opened so far
-	hints    []store.Object             // hinted objects not yet prefetched, in order
-	spec     []*part                    // parts prefetched for objects not yet open, oldest first
-	access   map[objectID]*randomAccess // blocks random reads touched, per object (dense.go)
-	dense    []denseFetch               // objects whose rest is fetched in the background, in the order they turned dense
-	failed   failedRanges               // ranges whose GET just failed (failed.go)
-	openers  openers                    // the order each opener takes objects in (openers.go)
+// partTable is the part table: every object version with parts or open
+// streams, its parts by block index, the streams holding each part, the
+// parts not yet freed, those prefetched for objects nobody has open, and
+// the ranges whose GET just failed (failed.go). It is the only code that
+// creates a part or takes one out of its object. It charges no budget
+// itself: its callers pass what moves a charge. Guarded by Engine.mu.
+type partTable struct {
+	cfg     Config
+	objects map[objectID]*object
+	live    map[*part]struct{} // every part whose budget is not yet released
+	spec    []*part            // parts prefetched for objects not yet open, oldest first
+	failed  failedRanges       // ranges whose GET just failed (failed.go)
 }
 
-// denseFetch is the background fetch of the rest of an object that random
-// reads use densely: parts are made from next on as the budget allows.
-type denseFetch struct {
-	obj  store.Object
-	next int64
+func newPartTable(cfg Config) partTable {
+	return partTable{cfg: cfg, objects: map[objectID]*object{}, live: map[*part]struct{}{}}
 }
 
 // objectID names one version of an object: parts of two versions never mix.
 type objectID struct{ key, etag string }
 
-// object is the registry of one object version's parts, present while it
+// object is the part table's entry for one object version, present while it
 // has parts or open streams.
 type object struct {
 	obj     store.Object
@@ -130,39 +124,53 @@ func (p *part) unused() bool {
 // cache and they have yet to reach it.
 func (p *part) cacheInFlight() bool { return p.why.keptUntilCached() && !p.settled() }
 
-func (s *Engine) objectLocked(obj store.Object) *object {
+// object returns the entry of obj, made when absent.
+func (t *partTable) object(obj store.Object) *object {
 	id := objectID{obj.Key, obj.ETag}
-	o := s.registry.objects[id]
+	o := t.objects[id]
 	if o == nil {
 		o = &object{obj: obj, parts: map[int64]*part{}}
-		s.registry.objects[id] = o
+		t.objects[id] = o
 	}
 	return o
 }
 
-// tidyLocked forgets o once nothing refers to it.
-func (s *Engine) tidyLocked(o *object) {
+// find returns the entry of obj, nil when it has none.
+func (t *partTable) find(obj store.Object) *object { return t.objects[objectID{obj.Key, obj.ETag}] }
+
+// tidy forgets o once nothing refers to it.
+func (t *partTable) tidy(o *object) {
 	if o.streams == 0 && len(o.parts) == 0 {
-		delete(s.registry.objects, objectID{o.obj.Key, o.obj.ETag})
+		delete(t.objects, objectID{o.obj.Key, o.obj.ETag})
 	}
 }
 
-func (s *Engine) partAt(o *object, off int64) *part { return o.parts[off/s.cfg.BlockSize] }
+// partAt is the part covering the byte at off of o, nil when none.
+func (t *partTable) partAt(o *object, off int64) *part { return o.parts[off/t.cfg.BlockSize] }
 
-// failedLocked returns the error of a GET over r of obj that failed in the
+// extent is how far from 0 the parts of o reach without a gap.
+func (t *partTable) extent(o *object) int64 {
+	var end int64
+	for p := t.partAt(o, 0); p != nil && end < o.obj.Size; p = t.partAt(o, end) {
+		end = p.end
+	}
+	return end
+}
+
+// failure returns the error of a GET over r of obj that failed in the
 // last failedRangeMemory, or nil (failed.go).
-func (s *Engine) failedLocked(obj store.Object, r Range) error {
-	if len(s.registry.failed.list) == 0 {
+func (t *partTable) failure(obj store.Object, r Range) error {
+	if len(t.failed.list) == 0 {
 		return nil // the common case: no clock read on the read path
 	}
-	return s.registry.failed.find(objectID{obj.Key, obj.ETag}, r, time.Now())
+	return t.failed.find(objectID{obj.Key, obj.ETag}, r, time.Now())
 }
 
-// gapLocked returns the run of blocks from start (block-aligned) with no part,
+// gap returns the run of blocks from start (block-aligned) with no part,
 // up to limit, stopping at the next part or PartSize boundary.
-func (s *Engine) gapLocked(o *object, start, limit int64) Range {
-	bs := s.cfg.BlockSize
-	limit = min(limit, (start/s.cfg.PartSize+1)*s.cfg.PartSize, o.obj.Size)
+func (t *partTable) gap(o *object, start, limit int64) Range {
+	bs := t.cfg.BlockSize
+	limit = min(limit, (start/t.cfg.PartSize+1)*t.cfg.PartSize, o.obj.Size)
 	end := start
 	for end < limit && o.parts[end/bs] == nil {
 		end += bs
@@ -170,34 +178,109 @@ func (s *Engine) gapLocked(o *object, start, limit int64) Range {
 	return Range{start, min(end, o.obj.Size)}
 }
 
-// newPartLocked registers a part over r, which must be a gap, made for
-// why, charges the budget, and queues its GET. read is the read that
-// waits on it, empty when none does. The caller has checked the budget.
-func (s *Engine) newPartLocked(o *object, r, read Range, fromRing bool, why purpose) *part {
+// add makes a part over r, which must be a gap, for why and enters it in
+// the table; read is the read that waits on it, empty when none does. A
+// read of only the first HeadSize bytes of a larger part gets a head GET
+// first (Config.HeadSize).
+func (t *partTable) add(o *object, r, read Range, fromRing bool, why purpose) *part {
 	urgent := !read.Empty()
 	p := &part{
-		o: o, off: r.Start, end: r.End, size: s.cfg.chargeOf(r), why: why,
+		o: o, off: r.Start, end: r.End, size: t.cfg.chargeOf(r), why: why,
 		urgent: urgent, fromRing: fromRing,
 		done: make(chan struct{}), holders: map[*Stream]int64{},
 	}
-	if h := s.cfg.HeadSize; urgent && !fromRing && h > 0 && read.Start >= r.Start && read.End-r.Start <= h && r.Len() > h {
+	if h := t.cfg.HeadSize; urgent && !fromRing && h > 0 && read.Start >= r.Start && read.End-r.Start <= h && r.Len() > h {
 		p.head, p.headPending, p.madeAtRead = h, true, o.reads
 		o.heads++
 	}
-	for b := r.Start / s.cfg.BlockSize; b*s.cfg.BlockSize < r.End; b++ {
+	for b := r.Start / t.cfg.BlockSize; b*t.cfg.BlockSize < r.End; b++ {
 		o.parts[b] = p
 	}
-	s.registry.live[p] = struct{}{}
+	t.live[p] = struct{}{}
+	if why.speculative() {
+		t.spec = append(t.spec, p)
+	}
+	return p
+}
+
+// unlink takes p out of its object's blocks and away from every stream
+// holding it; held moves each stream's held bytes (budget.addHeld).
+func (t *partTable) unlink(p *part, held func(heldBytes *int64, delta int64)) {
+	for b := p.off / t.cfg.BlockSize; b*t.cfg.BlockSize < p.end; b++ {
+		if p.o.parts[b] == p {
+			delete(p.o.parts, b)
+		}
+	}
+	for st := range p.holders {
+		delete(st.held, p)
+		held(&st.heldBytes, -p.size)
+	}
+	clear(p.holders)
+}
+
+// forget drops p, freed, from the parts not yet released.
+func (t *partTable) forget(p *part) { delete(t.live, p) }
+
+// hold makes st a holder of p and reports whether it was not one yet;
+// held moves st's held bytes (budget.addHeld).
+func (t *partTable) hold(st *Stream, p *part, held func(heldBytes *int64, delta int64)) bool {
+	if _, ok := p.holders[st]; ok {
+		return false
+	}
+	p.holders[st] = 0
+	st.held[p] = struct{}{}
+	held(&st.heldBytes, p.size)
+	return true
+}
+
+// drop ends st's interest in p and reports whether it had one; held moves
+// st's held bytes (budget.addHeld).
+func (t *partTable) drop(st *Stream, p *part, held func(heldBytes *int64, delta int64)) bool {
+	if _, ok := p.holders[st]; !ok {
+		return false
+	}
+	delete(p.holders, st)
+	delete(st.held, p)
+	held(&st.heldBytes, -p.size)
+	return true
+}
+
+// unspec makes a part prefetched for an object nobody had open the
+// read-ahead of the stream that now holds it; charge moves its charge to
+// its new budget class (budget.charge).
+func (t *partTable) unspec(p *part, charge func(c budgetClass, size int64)) {
+	if !p.why.speculative() {
+		return
+	}
+	charge(p.why.class(), -p.size)
+	p.why = forWindow
+	charge(p.why.class(), p.size)
+	if i := slices.Index(t.spec, p); i >= 0 {
+		t.spec = slices.Delete(t.spec, i, i+1)
+	}
+}
+
+// unclaim clears the claims st's spill made on the starts of objects.
+func (t *partTable) unclaim(st *Stream) {
+	for _, o := range t.objects {
+		if o.claimedBy == st {
+			o.claimedBy = nil
+		}
+	}
+}
+
+// newPartLocked makes a part over r, which must be a gap, for why, charges
+// the budget, and queues its GET. read is the read that waits on it, empty
+// when none does. The caller has checked the budget.
+func (s *Engine) newPartLocked(o *object, r, read Range, fromRing bool, why purpose) *part {
+	p := s.parts.add(o, r, read, fromRing, why)
 	s.budget.charge(why.class(), p.size)
 	s.stats.PeakInUseBytes = max(s.stats.PeakInUseBytes, s.budget.inUse)
-	if why.speculative() {
-		s.registry.spec = append(s.registry.spec, p)
-	}
 	s.gets.enqueueLocked(p)
 	return p
 }
 
-// removeLocked takes p out of the registry and away from everything that
+// removeLocked takes p out of the part table and away from everything that
 // holds it; its GET is cancelled if still running, and its budget is
 // released once no GET or read uses its buffer.
 func (s *Engine) removeLocked(p *part) {
@@ -205,17 +288,8 @@ func (s *Engine) removeLocked(p *part) {
 		return
 	}
 	s.gets.restStartsLocked(p)
-	for b := p.off / s.cfg.BlockSize; b*s.cfg.BlockSize < p.end; b++ {
-		if p.o.parts[b] == p {
-			delete(p.o.parts, b)
-		}
-	}
-	for st := range p.holders {
-		delete(st.held, p)
-		s.addHeldLocked(st, -p.size)
-	}
-	clear(p.holders)
-	s.unspecLocked(p)
+	s.parts.unlink(p, s.budget.addHeld)
+	s.parts.unspec(p, s.budget.charge)
 	s.sched.dropPartLocked(p)
 	switch p.state {
 	case partQueued, partParked:
@@ -230,7 +304,7 @@ func (s *Engine) removeLocked(p *part) {
 	}
 	p.to(evRemove)
 	s.freeLocked(p)
-	s.tidyLocked(p.o)
+	s.parts.tidy(p.o)
 }
 
 // freeLocked releases p's buffer and budget once it is removed and neither
@@ -244,7 +318,7 @@ func (s *Engine) freeLocked(p *part) {
 		s.budget.free(p.buf, p.size, p.bufKept) // a buffer the cache kept is its RAM copy now
 		p.buf = nil
 	}
-	delete(s.registry.live, p)
+	s.parts.forget(p)
 	s.budget.charge(p.why.class(), -p.size)
 	if p.dying {
 		s.budget.dying -= p.size
@@ -266,47 +340,14 @@ func (s *Engine) releaseIfUnusedLocked(p *part) {
 // holdLocked makes st a holder of p, adopting it if it was prefetched for
 // an object nobody had open.
 func (s *Engine) holdLocked(st *Stream, p *part) {
-	if _, ok := p.holders[st]; ok {
-		return
+	if s.parts.hold(st, p, s.budget.addHeld) {
+		s.parts.unspec(p, s.budget.charge)
 	}
-	p.holders[st] = 0
-	st.held[p] = struct{}{}
-	s.addHeldLocked(st, p.size)
-	s.unspecLocked(p)
 }
 
-// dropLocked ends st's interest in p.
+// dropLocked ends st's interest in p, which goes when nothing else keeps it.
 func (s *Engine) dropLocked(st *Stream, p *part) {
-	if _, ok := p.holders[st]; !ok {
-		return
-	}
-	delete(p.holders, st)
-	delete(st.held, p)
-	s.addHeldLocked(st, -p.size)
-	s.releaseIfUnusedLocked(p)
-}
-
-func (s *Engine) addHeldLocked(st *Stream, delta int64) {
-	before := st.heldBytes
-	st.heldBytes += delta
-	switch {
-	case before == 0 && st.heldBytes > 0:
-		s.budget.holding++
-	case before > 0 && st.heldBytes == 0:
-		s.budget.holding--
-	}
-}
-
-// unspecLocked makes a part prefetched for an object nobody had open the
-// read-ahead of the stream that now holds it.
-func (s *Engine) unspecLocked(p *part) {
-	if !p.why.speculative() {
-		return
-	}
-	s.budget.charge(p.why.class(), -p.size)
-	p.why = forWindow
-	s.budget.charge(p.why.class(), p.size)
-	if i := slices.Index(s.registry.spec, p); i >= 0 {
-		s.registry.spec = slices.Delete(s.registry.spec, i, i+1)
+	if s.parts.drop(st, p, s.budget.addHeld) {
+		s.releaseIfUnusedLocked(p)
 	}
 }

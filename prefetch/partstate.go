@@ -18,8 +18,8 @@ import "fmt"
 //	dying     finish  removed
 //	removed   free    freed      unpinned: buffer and budget go back
 //
-// queued, fetching, parked and done parts are in their object's registry
-// (live); dying, removed and freed ones are not. Only fetching and dying
+// queued, fetching, parked and done parts cover their blocks in the part
+// table (live); dying, removed and freed ones do not. Only fetching and dying
 // parts hold a GET slot.
 type partState uint8
 
@@ -45,7 +45,7 @@ const (
 	evPark                    // its head GET is over and nobody read the object since
 	evResume                  // the object was read again: the rest's GET may start
 	evFinish                  // its GET returned
-	evRemove                  // taken out of the registry (evicted, failed, dropped, closed)
+	evRemove                  // taken off its blocks (evicted, failed, dropped, closed)
 	evFree                    // removed, GET over and unpinned: buffer and budget go back
 )
 
@@ -90,7 +90,7 @@ func (p *part) to(ev partEvent) {
 	p.state = next
 }
 
-// live reports whether p is in its object's registry.
+// live reports whether p covers its blocks in the part table.
 func (p *part) live() bool {
 	return p.state == partQueued || p.state == partFetching || p.state == partParked || p.state == partDone
 }

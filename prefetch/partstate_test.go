@@ -76,7 +76,7 @@ func TestHeadPartIsParkedThenResumed(t *testing.T) {
 	state := func() partState {
 		s.mu.Lock()
 		defer s.mu.Unlock()
-		return s.partAt(st.o, 0).state
+		return s.parts.partAt(st.o, 0).state
 	}
 	settled := settledStats(t, s)
 	if got := state(); got != partParked {

@@ -610,11 +610,11 @@ func (s *Engine) heldBySchedule(obj store.Object, off, end int64) bool {
 	if len(s.sched.parts) == 0 {
 		return false
 	}
-	o := s.registry.objects[objectID{obj.Key, obj.ETag}]
+	o := s.parts.find(obj)
 	if o == nil {
 		return false
 	}
-	p := s.partAt(o, off)
+	p := s.parts.partAt(o, off)
 	return p != nil && len(p.sched) > 0 && p.end >= end
 }
 

@@ -264,8 +264,8 @@ func tierOf(fromRing bool) string {
 // before such a block; so does a gap that overlaps a range whose GET just
 // failed (failed.go). Called with s.mu held.
 func (s *Engine) partSource(o *object, start, limit int64, readAhead bool) (r Range, fromRing bool) {
-	obj, gap := o.obj, s.gapLocked(o, start, limit)
-	if readAhead && !gap.Empty() && s.failedLocked(obj, gap) != nil {
+	obj, gap := o.obj, s.parts.gap(o, start, limit)
+	if readAhead && !gap.Empty() && s.parts.failure(obj, gap) != nil {
 		// A range that just failed gets no read-ahead: its reads fetch
 		// it, or fail, themselves (failed.go).
 		return Range{gap.Start, gap.Start}, false

@@ -44,7 +44,7 @@ func (s *Engine) OpenBy(obj store.Object, opener Opener) *Stream {
 		st.closed = true
 		return st
 	}
-	st.o = s.objectLocked(obj)
+	st.o = s.parts.object(obj)
 	st.o.streams++
 	s.registry.opens++
 	st.since = s.registry.opens - 1 - uint64(len(s.registry.streams))
@@ -55,24 +55,15 @@ func (s *Engine) OpenBy(obj store.Object, opener Opener) *Stream {
 		}
 	}
 	s.registry.streams[st] = struct{}{}
-	if first := s.partAt(st.o, 0); first != nil && first.why.speculative() {
+	if first := s.parts.partAt(st.o, 0); first != nil && first.why.speculative() {
 		if first.why == forNextShard {
 			s.stats.NextFound++
 		} else {
 			s.stats.HintFound++
 		}
-		st.policy.Prime(s.extentLocked(st.o))
+		st.policy.Prime(s.parts.extent(st.o))
 	}
 	return st
-}
-
-// extentLocked is how far from 0 the parts of o reach without a gap.
-func (s *Engine) extentLocked(o *object) int64 {
-	var end int64
-	for p := s.partAt(o, 0); p != nil && end < o.obj.Size; p = s.partAt(o, end) {
-		end = p.end
-	}
-	return end
 }
 
 // ReadAt reads len(p) bytes at off, as io.ReaderAt: n < len(p) only at the
@@ -188,13 +179,13 @@ func (st *Stream) Observe(off, n int64) {
 	s.applyLocked(st, plan, end-off, Range{})
 	s.sched.readLocked(st.obj, Range{off, end})
 	for pos := off; pos < end; {
-		p := s.partAt(st.o, pos)
+		p := s.parts.partAt(st.o, pos)
 		if p == nil {
 			pos = (pos/s.cfg.BlockSize + 1) * s.cfg.BlockSize
 			continue
 		}
 		s.sched.consumeLocked(p, Range{pos, min(end, p.end)})
-		s.creditLocked(st, p, min(end, p.end)-pos, plan.Sequential)
+		st.creditLocked(p, min(end, p.end)-pos, plan.Sequential)
 		pos = p.end
 	}
 }
@@ -214,12 +205,8 @@ func (st *Stream) Close() {
 	}
 	delete(s.registry.streams, st)
 	st.o.streams--
-	s.tidyLocked(st.o)
-	for _, o := range s.registry.objects {
-		if o.claimedBy == st {
-			o.claimedBy = nil
-		}
-	}
+	s.parts.tidy(st.o)
+	s.parts.unclaim(st)
 }
 
 // pin returns the part holding the byte at pos with a read pinned on it,
@@ -241,7 +228,7 @@ func (st *Stream) pin(ctx context.Context, pos, readEnd, needEnd int64, sequenti
 		if st.closed || s.closed {
 			return nil, fmt.Errorf("prefetch %s: %w", st.obj.Key, ErrClosed)
 		}
-		p := s.partAt(st.o, pos)
+		p := s.parts.partAt(st.o, pos)
 		if p == nil {
 			gap, fromRing := s.partSource(st.o, pos/s.cfg.BlockSize*s.cfg.BlockSize, needEnd, false)
 			size := s.cfg.chargeOf(gap)
@@ -306,7 +293,7 @@ func (st *Stream) serve(ctx context.Context, p *part, pos, end int64, sequential
 		}
 		fromRing = p.fromRing
 		s.sched.consumeLocked(p, Range{pos, pos + int64(len(got))})
-		s.creditLocked(st, p, int64(len(got)), sequential)
+		st.creditLocked(p, int64(len(got)), sequential)
 		if dst != nil || err != nil {
 			s.unpinLocked(p)
 		}
@@ -365,19 +352,20 @@ func (st *Stream) awaitArrival(ctx context.Context, p *part, need int64) (time.D
 	return time.Since(start), nil
 }
 
-// creditLocked records that st read n bytes of p, and lets p go once st
+// creditLocked records that st read n bytes of p, and lets p go once it
 // has read all of it, or, when st is reading randomly, once p's GET is
 // over: the cache keeps the bytes, and a random reader will not come back
 // soon. A part still arriving stays held: the kernel splits one large read
 // into several requests, which follow the first into the same part.
-func (s *Engine) creditLocked(st *Stream, p *part, n int64, sequential bool) {
+// Called with Engine.mu held.
+func (st *Stream) creditLocked(p *part, n int64, sequential bool) {
 	read, ok := p.holders[st]
 	if !ok {
 		return
 	}
 	p.holders[st] = read + n
 	if (!sequential && p.settled()) || read+n >= p.end-p.off {
-		s.dropLocked(st, p)
+		st.s.dropLocked(st, p)
 	}
 }
 

@@ -39,7 +39,7 @@ func (s *Engine) checkLocked() {
 		if p.live() {
 			for b := p.off / s.cfg.BlockSize; b*s.cfg.BlockSize < p.end; b++ {
 				if p.o.parts[b] != p {
-					panic("prefetch: part missing from its object's registry: " + p.String())
+					panic("prefetch: part missing from its object's blocks: " + p.String())
 				}
 			}
 		}

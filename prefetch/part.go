@@ -92,7 +92,7 @@ type part struct {
 
 	state         partState // see partstate.go
 	awaitingFirst bool      // counted in o.awaitingFirst
-	dying         bool      // removed while its GET ran: charged to Engine.dying until freed
+	dying         bool      // removed while its GET ran: charged to budget.dying until freed
 
 	pins    int               // reads waiting on or copying from buf, and the Sink call
 	holders map[*Stream]int64 // streams that want it → bytes each has read from it

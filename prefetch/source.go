@@ -71,7 +71,7 @@ import (
 // (sinkLagsLocked), unless a reader that fills the cache is open.
 //
 // While a loader's schedule names ranges of an object, queued or kept, its
-// reads neither read ahead nor turn it dense (scheduledLocked, ahead.go):
+// reads neither read ahead nor turn it dense (schedule.namesLocked, ahead.go):
 // the schedule says what is read next.
 
 // Read answers len(p) bytes at off, io.ReaderAt's way: short only at the
@@ -256,7 +256,7 @@ func tierOf(fromRing bool) string {
 }
 
 // partSource is where the next part of o from start (block-aligned) comes
-// from: the run of blocks up to limit that no part covers (gapLocked), cut
+// from: the run of blocks up to limit that no part covers (partTable.gap), cut
 // where the cache starts or stops holding its blocks, so that a part over
 // the result is read whole from the ring (fromRing) or whole from the
 // store. With readAhead, a gap that starts at a block the RAM tier holds

@@ -18,7 +18,7 @@ type Stream struct {
 	obj    store.Object
 	opener Opener  // who opened it: next-shard read-ahead follows its order (openers.go)
 	policy *Policy // guarded by s.mu, like every field below
-	// since: Engine.opens before the streams open alongside this one
+	// since: registry.opens before the streams open alongside this one
 	// were opened, as if they had opened just before it. Objects opened
 	// after it belong to this pass over the listing (spillLocked): readers
 	// that take shards in order open them in any order.

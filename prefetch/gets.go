@@ -19,8 +19,8 @@ import (
 // bytes, and a part's head GET parks its rest until the object is read
 // again), the accounting of parts being handed to the Sink (sinkLagsLocked)
 // and the goroutines that run the GETs. It is the only caller of the
-// Fetcher and of the Sink. Its fields but wg are guarded by Engine.mu
-// (mu); no GET, ring read or Sink call runs under it.
+// Fetcher and of the Sink. Its state from closed on is guarded by
+// Engine.mu (mu); no GET, ring read or Sink call runs under it.
 type getPool struct {
 	cfg   Config
 	fetch Fetcher
@@ -67,8 +67,8 @@ func newGetPool(cfg Config, f Fetcher, sink Sink, mu *sync.Mutex, hooks getHooks
 	return &getPool{cfg: cfg, fetch: f, sink: sink, cache: cache, mu: mu, ctx: ctx, cancel: cancel, getHooks: hooks}
 }
 
-// closeLocked cancels every GET; wait then returns once their goroutines
-// are gone.
+// closeLocked cancels every GET, and no deferred read-ahead starts from
+// here on; wait then returns once their goroutines are gone.
 func (g *getPool) closeLocked() {
 	g.closed = true
 	g.cancel()

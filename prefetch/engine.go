@@ -136,7 +136,7 @@ type Engine struct {
 	registry registry
 	gets     *getPool
 	sched    schedule
-	stats    Stats
+	stats    ReadStats
 
 	// Test seams, run when a read starts to wait: for budget (under mu),
 	// and for a part still on the network.
@@ -286,18 +286,13 @@ func (s *Engine) Hint(objs ...store.Object) {
 func (s *Engine) Stats() Stats {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	st := s.stats
-	st.InUseBytes = s.budget.inUse
-	st.Streams = int64(len(s.registry.streams))
-	g := s.gets
-	st.Gets, st.FetchedBytes, st.CacheBytes = g.gets, g.fetchedBytes, g.cacheBytes
-	st.SinkSkippedBytes, st.PeakRunning = g.sinkSkippedBytes, g.peakRunning
-	st.Running = int64(g.running)
-	st.CacheFillers = int64(g.fillers)
-	sc := &s.sched
-	st.ScheduledRanges, st.ScheduleParts = sc.scheduled, int64(sc.made)
-	st.ScheduleRead, st.ScheduleSkipped = sc.readRanges, sc.skipped
-	st.ScheduleQueued = int64(sc.ranges - sc.unkept)
-	st.ScheduleInUseBytes = s.budget.byClass[classSchedule]
-	return st
+	return Stats{
+		ReadStats: s.stats, GetStats: s.gets.stats, ScheduleStats: s.sched.stats,
+		InUseBytes:         s.budget.inUse,
+		Streams:            int64(len(s.registry.streams)),
+		Running:            int64(s.gets.running),
+		CacheFillers:       int64(s.gets.fillers),
+		ScheduleQueued:     int64(s.sched.ranges - s.sched.unkept),
+		ScheduleInUseBytes: s.budget.byClass[classSchedule],
+	}
 }

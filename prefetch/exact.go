@@ -41,7 +41,7 @@ func (s *Engine) exactLocked(st *Stream, plan Plan, r Range) bool {
 		return false
 	}
 	for b := r.Start / bs; b*bs < r.End; b++ {
-		if st.o.parts[b] != nil {
+		if s.parts.partAt(st.o, b*bs) != nil {
 			return false
 		}
 	}

@@ -39,11 +39,14 @@ type getPool struct {
 	queue        [2][]*part // parts waiting for a GET slot: urgent, then read-ahead
 	fillers      int        // readers whose every fetched block must reach the Sink (Reader.FillCache)
 
-	// The pool's counters (Stats).
-	gets, fetchedBytes, cacheBytes, sinkSkippedBytes, peakRunning int64
+	stats GetStats
 
 	getHooks
 }
+
+// fillerLocked counts a reader that starts (1) or stops (-1) filling the
+// cache: while any does, no fetched block skips the Sink.
+func (g *getPool) fillerLocked(delta int) { g.fillers += delta }
 
 // getHooks are what the pool asks of the rest of the engine, each called
 // with Engine.mu held.
@@ -93,8 +96,8 @@ func (g *getPool) readExact(ctx context.Context, obj store.Object, p []byte, off
 
 // fetchedLocked counts a GET that brought n bytes.
 func (g *getPool) fetchedLocked(n int) {
-	g.gets++
-	g.fetchedBytes += int64(n)
+	g.stats.Gets++
+	g.stats.FetchedBytes += int64(n)
 }
 
 // enqueueLocked starts p's GET, or queues it when Concurrency GETs run.
@@ -207,7 +210,7 @@ func (g *getPool) startNextLocked() {
 
 func (g *getPool) startLocked(p *part) {
 	g.running++
-	g.peakRunning = max(g.peakRunning, int64(g.running))
+	g.stats.PeakRunning = max(g.stats.PeakRunning, int64(g.running))
 	p.to(evStart)
 	if p.urgent && !p.fromRing && p.fetched == 0 {
 		p.awaitingFirst = true
@@ -263,9 +266,9 @@ func (g *getPool) get(ctx context.Context, p *part, ringPlace cache.Placement) {
 	g.mu.Lock()
 	g.firstBytesLocked(p)
 	g.running--
-	g.cacheBytes += fromRing
-	g.gets += int64(gets)
-	g.fetchedBytes += int64(n)
+	g.stats.CacheBytes += fromRing
+	g.stats.Gets += int64(gets)
+	g.stats.FetchedBytes += int64(n)
 	if err != nil && g.closed {
 		err = fmt.Errorf("prefetch %s: %w", p, ErrClosed)
 	}
@@ -287,7 +290,7 @@ func (g *getPool) get(ctx context.Context, p *part, ringPlace cache.Placement) {
 	place := p.why.placement()
 	if g.sink == nil || fromRing == want || g.sinkLagsLocked(p, place) {
 		if g.sink != nil && fromRing < want {
-			g.sinkSkippedBytes += want - fromRing
+			g.stats.SinkSkippedBytes += want - fromRing
 		}
 		g.release(p)
 		g.mu.Unlock()
@@ -335,8 +338,8 @@ func (g *getPool) parkAfterHead(p *part, n int) bool {
 		return false
 	}
 	g.firstBytesLocked(p)
-	g.gets++
-	g.fetchedBytes += int64(n)
+	g.stats.Gets++
+	g.stats.FetchedBytes += int64(n)
 	g.running--
 	p.to(evPark)
 	p.o.parked = append(p.o.parked, p)

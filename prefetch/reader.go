@@ -58,7 +58,7 @@ func (r *Reader) FillCache() {
 	}
 	r.fills = true
 	r.s.mu.Lock()
-	r.s.gets.fillers++
+	r.s.gets.fillerLocked(1)
 	r.s.mu.Unlock()
 }
 
@@ -74,7 +74,7 @@ func (r *Reader) Close() {
 	if r.fills {
 		r.fills = false
 		r.s.mu.Lock()
-		r.s.gets.fillers--
+		r.s.gets.fillerLocked(-1)
 		r.s.mu.Unlock()
 	}
 	r.last.mu.Lock()

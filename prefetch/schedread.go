@@ -190,7 +190,7 @@ func (sc *schedule) dropUnkeptLocked(q *scheduleQueue, now time.Time) bool {
 		sc.countRangesLocked(q.unkept[n].obj, -1)
 		n++
 	}
-	sc.skipped += int64(n)
+	sc.stats.ScheduleSkipped += int64(n)
 	sc.unkept -= n
 	q.unkept = slices.Delete(q.unkept, 0, n)
 	return n > 0

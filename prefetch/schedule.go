@@ -96,9 +96,7 @@ type schedule struct {
 	moved int
 	sweep bool
 
-	// Counters (Stats): ranges queued, ranges a read reached while a part
-	// kept them, ranges dropped as read past. made counts the parts.
-	scheduled, readRanges, skipped int64
+	stats ScheduleStats
 
 	scheduleHooks
 }
@@ -325,7 +323,7 @@ func (sc *schedule) addLocked(owner uint64, ranges []Scheduled) ScheduleResult {
 	if q != nil {
 		q.active = time.Now()
 	}
-	sc.scheduled += int64(res.Queued)
+	sc.stats.ScheduledRanges += int64(res.Queued)
 	sc.sweep = true // and parts held past scheduleHoldFor go
 	sc.pumpLocked()
 	return res
@@ -351,7 +349,7 @@ func (sc *schedule) pumpLocked() {
 			q := sc.owners[owner]
 			e := &q.entries[0]
 			if q.passed(e.refs[len(e.refs)-1]) { // the reader went past all of it
-				sc.skipped += int64(len(e.refs))
+				sc.stats.ScheduleSkipped += int64(len(e.refs))
 			} else if !sc.placeLocked(e) {
 				if sc.moved == 0 {
 					break
@@ -437,6 +435,7 @@ func (sc *schedule) placeLocked(e *schedEntry) bool {
 		}
 		p := sc.newPart(o, gap, Range{}, cached, why)
 		sc.made++
+		sc.stats.ScheduleParts++
 		p.schedMade = sc.made
 		if !whole {
 			sc.keepLocked(p, e.refs)
@@ -504,7 +503,7 @@ func (sc *schedule) consumeLocked(p *part, r Range) {
 		passed = sc.rangeReadLocked(q, p.o.obj, ref) || passed
 		return true
 	})
-	sc.readRanges += int64(len(owners))
+	sc.stats.ScheduleRead += int64(len(owners))
 	if passed {
 		sc.moved++
 		sc.pumpLocked() // fills the room, dropping what the reader went past when it must
@@ -550,7 +549,7 @@ func (sc *schedule) dropPassedLocked() {
 			q.held--
 			sc.countRangesLocked(p.o.obj, -1)
 			owners = append(owners, ref.owner)
-			sc.skipped++
+			sc.stats.ScheduleSkipped++
 			return true
 		})
 		if len(p.sched) == 0 {

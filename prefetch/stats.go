@@ -1,25 +1,32 @@
 package prefetch
 
-// Stats are the engine's counters, for /.shardfs/stats and metrics.
-// Byte and part counts are totals since NewEngine except InUseBytes,
-// ReadPins, Streams, CacheFillers and Running, which are current.
+// Stats are the engine's counters, for /.shardfs/stats and metrics, in one
+// group per owner: each owner counts its own group, and Engine.Stats puts
+// them together with the gauges of now. Byte and part counts are totals
+// since NewEngine; the gauges are current.
 type Stats struct {
-	Gets                  int64 // ranged GETs finished, successful or not
-	FetchedBytes          int64 // bytes those GETs returned
-	CacheBytes            int64 // bytes parts read from the cache instead (read-ahead over a warm stretch)
-	SinkSkippedBytes      int64 // fetched read-ahead bytes not handed to the cache because it lagged (Config.SkipLaggingSink)
+	ReadStats
+	GetStats
+	ScheduleStats
+
+	// Gauges.
+	InUseBytes         int64 // budget held now by parts in flight or fetched and not yet consumed
+	Streams            int64 // open streams
+	CacheFillers       int64 // open readers that fill the cache (Reader.FillCache): no block skips it while any is
+	Running            int64 // parts being fetched (or read from the cache) now
+	ScheduleQueued     int64 // ranges queued now or kept by parts until read (at most MaxScheduledRanges)
+	ScheduleInUseBytes int64 // budget held now by parts made for schedules
+}
+
+// ReadStats are counted by the engine: reads, parts and the budget.
+type ReadStats struct {
 	ServedBytes           int64 // bytes returned by ReadAt
 	PrefetchedServedBytes int64 // of ServedBytes, bytes from parts fetched ahead of the read that needed them
 	Waits                 int64 // reads that waited for bytes still on the network
 	WaitNanos             int64 // total time those reads waited
 	BudgetWaits           int64 // times a read waited for memory budget (backpressure)
-	InUseBytes            int64 // budget held now by parts in flight or fetched and not yet consumed
 	ReadPins              int64 // pins reads hold on parts now (bytes being copied, or lent to a reply); 0 when no read runs
 	PeakInUseBytes        int64 // the most InUseBytes has been
-	Streams               int64 // open streams
-	CacheFillers          int64 // open readers that fill the cache (Reader.FillCache): no block skips it while any is
-	Running               int64 // parts being fetched (or read from the cache) now
-	PeakRunning           int64 // the most parts ever fetched at once: is read-ahead keeping the backend busy?
 	NextParts             int64 // parts prefetched from the next objects in listing order
 	NextFound             int64 // opens that found their first part prefetched as a next object
 	NextMissed            int64 // opens of another object than the one their opener's stride guessed
@@ -31,10 +38,21 @@ type Stats struct {
 	ExactReads            int64 // random reads of objects larger than the cache fetched with a GET of their own bytes (exact.go)
 	DenseObjects          int64 // objects random reads used densely enough to fetch the rest in the background
 	DenseParts            int64 // parts fetched (or read from the ring) for them
-	ScheduledRanges       int64 // ranges of loaders' schedules queued
-	ScheduleParts         int64 // parts fetched (or read from the ring) for them
-	ScheduleRead          int64 // scheduled ranges a read reached while a part kept them
-	ScheduleSkipped       int64 // scheduled ranges dropped because their reader had gone past them
-	ScheduleQueued        int64 // ranges queued now or kept by parts until read (at most MaxScheduledRanges)
-	ScheduleInUseBytes    int64 // budget held now by parts made for schedules
+}
+
+// GetStats are counted by the GET pool.
+type GetStats struct {
+	Gets             int64 // ranged GETs finished, successful or not
+	FetchedBytes     int64 // bytes those GETs returned
+	CacheBytes       int64 // bytes parts read from the cache instead (read-ahead over a warm stretch)
+	SinkSkippedBytes int64 // fetched read-ahead bytes not handed to the cache because it lagged (Config.SkipLaggingSink)
+	PeakRunning      int64 // the most parts ever fetched at once: is read-ahead keeping the backend busy?
+}
+
+// ScheduleStats are counted by the loader's sample schedule.
+type ScheduleStats struct {
+	ScheduledRanges int64 // ranges of loaders' schedules queued
+	ScheduleParts   int64 // parts fetched (or read from the ring) for them
+	ScheduleRead    int64 // scheduled ranges a read reached while a part kept them
+	ScheduleSkipped int64 // scheduled ranges dropped because their reader had gone past them
 }

@@ -26,7 +26,7 @@ package prefetch
 //	registry  ahead.go     open streams, listing order, openers, hints and
 //	                       dense objects: what the read-ahead producers use
 //	Stream    stream.go    a stream's policy, held parts and held bytes
-//	stats     stats.go     the Engine's own counters; the pool and the
+//	stats     stats.go     the Engine's own counters (ReadStats); the pool and the
 //	                       schedule keep theirs (Stats gathers them)
 //
 // Nothing calls back into the Engine while holding arrival.mu or a cache

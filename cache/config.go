@@ -45,7 +45,7 @@ type Config struct {
 	Size       int64  // ring bytes, never exceeded by the ring's files
 	MemorySize int64  // RAM tier bytes; 0 disables the RAM tier
 	// SharedMemoryDir, when set, puts the RAM tier's blocks in one file
-	// there (a tmpfs: /dev/shm) that GPU clients lease and map (arena.go),
+	// there (a tmpfs: /dev/shm) that GPU clients lease and map (package arena),
 	// instead of on the Go heap. The file is reserved whole at Open.
 	SharedMemoryDir string
 	BlockSize       int64 // bytes per block, a multiple of 4 KiB

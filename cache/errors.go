@@ -1,6 +1,10 @@
 package cache
 
-import "errors"
+import (
+	"errors"
+
+	"github.com/shardfs/shardfs/cache/arena"
+)
 
 var (
 	// ErrNotCached: a lease asked for a range whose blocks are not all in the ring.
@@ -8,4 +12,8 @@ var (
 	// ErrLocked: another process owns the cache directory. The wrapping
 	// error names the holder's pid.
 	ErrLocked = errors.New("cache directory is locked by another process")
+	// ErrSharedMemory: Open could not make the shared RAM tier
+	// (Config.SharedMemoryDir): a full or missing directory, a mapping
+	// refused.
+	ErrSharedMemory = arena.ErrSharedMemory
 )

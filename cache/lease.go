@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"sync"
 
+	"github.com/shardfs/shardfs/cache/arena"
 	"github.com/shardfs/shardfs/store"
 )
 
@@ -21,8 +22,8 @@ type Extent struct {
 type Lease struct {
 	ring    *ring
 	slots   []int64
-	arena   *arena
-	refs    []arenaRef
+	arena   *arena.Arena
+	refs    []arena.Ref
 	extents []Extent
 	stats   *counters
 	once    sync.Once
@@ -149,7 +150,7 @@ func (l *Lease) unpin() {
 		l.ring.unpin(n)
 	}
 	if l.arena != nil {
-		l.arena.unpinLease(l.refs)
+		l.arena.UnpinLease(l.refs)
 	}
 }
 
@@ -183,7 +184,7 @@ func (c *Cache) LeaseRAM(obj store.Object, off, n int64) (*Lease, error) {
 	for i, ref := range refs {
 		start := (first + int64(i)) * bs
 		lo, hi := max(off, start), min(end, start+bs)
-		l.extents = appendExtent(l.extents, Extent{Path: a.path, Offset: a.offset(ref) + lo - start, Length: hi - lo, FileOffset: lo})
+		l.extents = appendExtent(l.extents, Extent{Path: a.Path(), Offset: a.Offset(ref) + lo - start, Length: hi - lo, FileOffset: lo})
 	}
 	c.stats.leases.Add(1)
 	return l, nil

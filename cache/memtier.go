@@ -5,6 +5,8 @@ import (
 	"sync/atomic"
 
 	"github.com/dgraph-io/ristretto/v2"
+
+	"github.com/shardfs/shardfs/cache/arena"
 )
 
 // memTier is the RAM tier: whole blocks in ristretto, cost in bytes. It is a
@@ -12,13 +14,13 @@ import (
 // ring holds.
 //
 // Its blocks live on the Go heap, or, when the tier is shared, in an arena
-// (arena.go) that GPU clients map. A heap block is never written again
+// (package arena) that GPU clients map. A heap block is never written again
 // once set, so readers may keep it; an arena slot is reused after
 // eviction, so readers pin it for as long as they read it (view), and
 // callers that keep a block get a copy (share).
 type memTier struct {
 	cache *ristretto.Cache[string, memBlock]
-	arena *arena // nil: blocks on the heap
+	arena *arena.Arena // nil: blocks on the heap
 	// closing silences eviction counting while Close empties the cache,
 	// which ristretto reports as an eviction of every item.
 	closing atomic.Bool
@@ -28,19 +30,19 @@ type memTier struct {
 // shared, the arena slot they lie in.
 type memBlock struct {
 	b      []byte
-	ref    arenaRef
+	ref    arena.Ref
 	shared bool
 }
 
 func newMemTier(size, blockSize int64, sharedDir string, stats *counters) (*memTier, error) {
 	m := &memTier{}
 	if sharedDir != "" {
-		a, err := openArena(sharedDir, size, blockSize)
+		a, err := arena.Open(sharedDir, size, blockSize)
 		if err != nil {
 			return nil, err
 		}
 		m.arena = a
-		size = int64(len(a.slots)) * blockSize
+		size = int64(a.Slots()) * blockSize
 	}
 	blocks := max(size/blockSize, 1)
 	c, err := ristretto.NewCache(&ristretto.Config[string, memBlock]{
@@ -57,13 +59,13 @@ func newMemTier(size, blockSize int64, sharedDir string, stats *counters) (*memT
 		// gives its slot back.
 		OnExit: func(v memBlock) {
 			if v.shared {
-				m.arena.release(v.ref)
+				m.arena.Release(v.ref)
 			}
 		},
 	})
 	if err != nil {
 		if m.arena != nil {
-			m.arena.close()
+			m.arena.Close()
 		}
 		return nil, fmt.Errorf("memory cache: %w", err)
 	}
@@ -89,10 +91,10 @@ func (m *memTier) view(k blockKey, want int64, fn func([]byte)) bool {
 		fn(v.b)
 		return true
 	}
-	if !m.arena.pin(v.ref) {
+	if !m.arena.Pin(v.ref) {
 		return false // evicted since the lookup
 	}
-	defer m.arena.unpin(v.ref)
+	defer m.arena.Unpin(v.ref)
 	fn(v.b)
 	return true
 }
@@ -120,14 +122,14 @@ func (m *memTier) set(k blockKey, b []byte) {
 		m.cache.Set(k.memKey(), memBlock{b: b}, int64(len(b)))
 		return
 	}
-	ref, ok := m.arena.alloc()
+	ref, ok := m.arena.Alloc()
 	if !ok {
 		return
 	}
-	slot := m.arena.block(ref, int64(len(b)))
+	slot := m.arena.Block(ref, int64(len(b)))
 	copy(slot, b)
-	if !m.cache.Set(k.memKey(), memBlock{b: slot, ref: ref, shared: true}, m.arena.bs) {
-		m.arena.release(ref) // dropped before the index saw it: no OnExit
+	if !m.cache.Set(k.memKey(), memBlock{b: slot, ref: ref, shared: true}, m.arena.BlockSize()) {
+		m.arena.Release(ref) // dropped before the index saw it: no OnExit
 	}
 }
 
@@ -135,11 +137,11 @@ func (m *memTier) set(k blockKey, b []byte) {
 // ver from first on, up to last, that the tier holds whole, stopping at the
 // first it does not (length says each block's length), and as far as the
 // arena lets leases pin; none when it does not hold first.
-func (m *memTier) pinPrefix(ver versionID, first, last int64, length func(int64) int64) []arenaRef {
+func (m *memTier) pinPrefix(ver versionID, first, last int64, length func(int64) int64) []arena.Ref {
 	if m.arena == nil {
 		return nil
 	}
-	var refs []arenaRef
+	var refs []arena.Ref
 	for i := first; i <= last; i++ {
 		v, ok := m.cache.Get(blockKey{version: ver, index: i}.memKey())
 		if !ok || !v.shared || int64(len(v.b)) != length(i) {
@@ -147,7 +149,7 @@ func (m *memTier) pinPrefix(ver versionID, first, last int64, length func(int64)
 		}
 		refs = append(refs, v.ref)
 	}
-	return m.arena.pinLease(refs)
+	return m.arena.PinLease(refs)
 }
 
 // settle waits until the sets offered so far are admitted or dropped.
@@ -166,6 +168,6 @@ func (m *memTier) close() {
 	m.closing.Store(true)
 	m.cache.Close()
 	if m.arena != nil {
-		m.arena.close()
+		m.arena.Close()
 	}
 }

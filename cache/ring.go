@@ -7,7 +7,7 @@ package cache
 //	ring.mu     RWMutex: the slot table, the index, the write head and the
 //	            occupancy figures. Held only to read or change those tables,
 //	            never across I/O.
-//	arena.mu    Mutex (arena.go): a shared RAM tier's slot states and free
+//	Arena.mu    Mutex (package arena): a shared RAM tier's slot states and free
 //	            list. A leaf: held for no call out, no copy and no I/O; taken
 //	            on ristretto's goroutine too (OnExit), which holds none of
 //	            the above.

@@ -1,4 +1,12 @@
-package cache
+// Package arena owns the memory of a shared RAM tier: one file in a
+// shared-memory directory (/dev/shm), mapped and cut into block-sized
+// slots that a GPU client can map too, with each slot's life (allocated,
+// released, pinned by a reader or a lease) and the file's (reserved whole
+// at Open, removed at Close, a dead daemon's removed by the next Open).
+//
+// It never knows what a slot holds: the RAM tier's index (package cache)
+// says which block lies in which slot, and when a slot is released.
+package arena
 
 import (
 	"errors"
@@ -13,15 +21,15 @@ import (
 	"golang.org/x/sys/unix"
 )
 
-// arena is the RAM tier's memory when the tier is shared: one file in a
+// Arena is the RAM tier's memory when the tier is shared: one file in a
 // shared-memory directory (/dev/shm), mapped by the daemon and cut into
 // block-sized slots. A GPU client that leases a slot maps the same file
 // and registers it with CUDA, so the GPU copies the block straight out of
 // the tier: one trip through host memory, where a READ into the client's
 // buffer and a copy from there make three.
 //
-// A slot is live while the tier's index (ristretto) holds it. Eviction
-// marks it dead; it is reused only once no pin holds it, so neither a
+// A slot is live from Alloc until Release: while the tier's index holds
+// its block (eviction releases it). It is reused only once no pin holds it, so neither a
 // reader copying out of it nor a client's DMA ever sees another block's
 // bytes. Every allocation bumps the slot's generation, and a pin names the
 // generation it expects: a reader that found a slot in the index just
@@ -32,25 +40,25 @@ import (
 // fails the open rather than a later write, and removed at close. A file
 // left by a daemon that died is removed by the next one that opens an
 // arena in the same directory.
-type arena struct {
+type Arena struct {
 	path string
 	mem  []byte
 	bs   int64
 
 	mu     sync.Mutex
-	slots  []arenaSlot
+	slots  []slot
 	free   []int32
-	leased int // slots pinned by leases (pinLease), at most half the slots
+	leased int // slots pinned by leases (PinLease), at most half the slots
 }
 
-type arenaSlot struct {
+type slot struct {
 	gen  uint32
 	pins int32
 	live bool
 }
 
-// arenaRef names one allocation of a slot.
-type arenaRef struct {
+// Ref names one allocation of a slot.
+type Ref struct {
 	slot int32
 	gen  uint32
 }
@@ -59,22 +67,26 @@ type arenaRef struct {
 // or missing directory, a mapping refused.
 var ErrSharedMemory = errors.New("shared memory cache")
 
-// arenaPrefix starts every arena file's name; the daemon's pid follows.
-const arenaPrefix = "shardfs-ram."
+// filePrefix starts every arena file's name; the daemon's pid follows.
+const filePrefix = "shardfs-ram."
 
-func openArena(dir string, size, blockSize int64) (*arena, error) {
+// Open makes and maps the arena file of size bytes, cut into slots of
+// blockSize, in dir, after removing the files of daemons no longer
+// running there. It fails with ErrSharedMemory when the file cannot be
+// reserved whole or mapped, and then leaves nothing behind.
+func Open(dir string, size, blockSize int64) (*Arena, error) {
 	n := size / blockSize
 	if n < 1 || n > 1<<31-1 {
 		return nil, fmt.Errorf("%w of %d bytes: must hold 1 to 2^31 blocks of %d bytes", ErrSharedMemory, size, blockSize)
 	}
 	removeStaleArenas(dir)
-	path := filepath.Join(dir, arenaPrefix+strconv.Itoa(os.Getpid()))
+	path := filepath.Join(dir, filePrefix+strconv.Itoa(os.Getpid()))
 	f, err := os.OpenFile(path, os.O_RDWR|os.O_CREATE|os.O_EXCL|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0o600)
 	if err != nil {
 		return nil, fmt.Errorf("%w: %w", ErrSharedMemory, err)
 	}
 	defer f.Close()
-	fail := func(err error) (*arena, error) {
+	fail := func(err error) (*Arena, error) {
 		os.Remove(path)
 		return nil, fmt.Errorf("%w %s (%s): %w", ErrSharedMemory, path, humanize.IBytes(uint64(n*blockSize)), err)
 	}
@@ -85,7 +97,7 @@ func openArena(dir string, size, blockSize int64) (*arena, error) {
 	if err != nil {
 		return fail(err)
 	}
-	a := &arena{path: path, mem: mem, bs: blockSize, slots: make([]arenaSlot, n), free: make([]int32, n)}
+	a := &Arena{path: path, mem: mem, bs: blockSize, slots: make([]slot, n), free: make([]int32, n)}
 	for i := range a.free {
 		a.free[i] = int32(n) - 1 - int32(i) // slot 0 first: the file's start
 	}
@@ -95,9 +107,9 @@ func openArena(dir string, size, blockSize int64) (*arena, error) {
 // removeStaleArenas removes the arena files in dir of daemons no longer
 // running.
 func removeStaleArenas(dir string) {
-	names, _ := filepath.Glob(filepath.Join(dir, arenaPrefix+"*"))
+	names, _ := filepath.Glob(filepath.Join(dir, filePrefix+"*"))
 	for _, name := range names {
-		pid, err := strconv.Atoi(strings.TrimPrefix(filepath.Base(name), arenaPrefix))
+		pid, err := strconv.Atoi(strings.TrimPrefix(filepath.Base(name), filePrefix))
 		if err != nil || pid <= 0 || pid == os.Getpid() {
 			continue
 		}
@@ -107,34 +119,34 @@ func removeStaleArenas(dir string) {
 	}
 }
 
-// block is slot ref's memory, n bytes of it.
-func (a *arena) block(ref arenaRef, n int64) []byte {
+// Block is slot ref's memory, n bytes of it.
+func (a *Arena) Block(ref Ref, n int64) []byte {
 	at := int64(ref.slot) * a.bs
 	return a.mem[at : at+n : at+a.bs]
 }
 
-// offset is where ref's slot starts in the file.
-func (a *arena) offset(ref arenaRef) int64 { return int64(ref.slot) * a.bs }
+// Offset is where ref's slot starts in the file.
+func (a *Arena) Offset(ref Ref) int64 { return int64(ref.slot) * a.bs }
 
-// alloc takes a free slot, live from now on; false when every slot is
+// Alloc takes a free slot, live from now on; false when every slot is
 // live or pinned.
-func (a *arena) alloc() (arenaRef, bool) {
+func (a *Arena) Alloc() (Ref, bool) {
 	a.mu.Lock()
 	defer a.mu.Unlock()
 	if len(a.free) == 0 {
-		return arenaRef{}, false
+		return Ref{}, false
 	}
 	s := a.free[len(a.free)-1]
 	a.free = a.free[:len(a.free)-1]
 	st := &a.slots[s]
 	st.gen++
 	st.live = true
-	return arenaRef{slot: s, gen: st.gen}, true
+	return Ref{slot: s, gen: st.gen}, true
 }
 
-// release ends ref's allocation: the index no longer holds it. The slot is
+// Release ends ref's allocation: the index no longer holds it. The slot is
 // free once no pin holds it.
-func (a *arena) release(ref arenaRef) {
+func (a *Arena) Release(ref Ref) {
 	a.mu.Lock()
 	defer a.mu.Unlock()
 	st := &a.slots[ref.slot]
@@ -147,15 +159,15 @@ func (a *arena) release(ref arenaRef) {
 	}
 }
 
-// pin keeps ref's slot from reuse until unpin; false when the slot was
+// Pin keeps ref's slot from reuse until Unpin; false when the slot was
 // released (or reused) since ref was handed out.
-func (a *arena) pin(ref arenaRef) bool {
+func (a *Arena) Pin(ref Ref) bool {
 	a.mu.Lock()
 	defer a.mu.Unlock()
 	return a.pinLocked(ref)
 }
 
-func (a *arena) pinLocked(ref arenaRef) bool {
+func (a *Arena) pinLocked(ref Ref) bool {
 	st := &a.slots[ref.slot]
 	if st.gen != ref.gen || !st.live {
 		return false
@@ -164,13 +176,13 @@ func (a *arena) pinLocked(ref arenaRef) bool {
 	return true
 }
 
-func (a *arena) unpin(ref arenaRef) {
+func (a *Arena) Unpin(ref Ref) {
 	a.mu.Lock()
 	defer a.mu.Unlock()
 	a.unpinLocked(ref)
 }
 
-func (a *arena) unpinLocked(ref arenaRef) {
+func (a *Arena) unpinLocked(ref Ref) {
 	st := &a.slots[ref.slot]
 	st.pins--
 	if st.pins == 0 && !st.live {
@@ -178,11 +190,11 @@ func (a *arena) unpinLocked(ref arenaRef) {
 	}
 }
 
-// pinLease pins refs for a lease, from the first on, and returns those it
+// PinLease pins refs for a lease, from the first on, and returns those it
 // pinned: it stops at one released since it was looked up, and where leases
 // would pin more than half the slots (the other half keeps caching while
 // clients hold leases).
-func (a *arena) pinLease(refs []arenaRef) []arenaRef {
+func (a *Arena) PinLease(refs []Ref) []Ref {
 	a.mu.Lock()
 	defer a.mu.Unlock()
 	refs = refs[:min(len(refs), max(len(a.slots)/2-a.leased, 0))]
@@ -196,7 +208,7 @@ func (a *arena) pinLease(refs []arenaRef) []arenaRef {
 	return refs
 }
 
-func (a *arena) unpinLease(refs []arenaRef) {
+func (a *Arena) UnpinLease(refs []Ref) {
 	a.mu.Lock()
 	defer a.mu.Unlock()
 	for _, ref := range refs {
@@ -205,12 +217,35 @@ func (a *arena) unpinLease(refs []arenaRef) {
 	a.leased -= len(refs)
 }
 
-// close unmaps the arena and removes its file. Callers make sure nothing
-// reads it any more (Cache.Close holds the life lock); pins may still be
+// Close unmaps the arena and removes its file. Callers make sure nothing
+// reads it any more (the cache's Close holds its life lock); pins may still be
 // dropped afterwards, which touches no memory. A client's own mapping
 // outlives the file.
-func (a *arena) close() {
+func (a *Arena) Close() {
 	unix.Munmap(a.mem)
 	a.mem = nil
 	os.Remove(a.path)
+}
+
+// Path is the arena file, which a client maps.
+func (a *Arena) Path() string { return a.path }
+
+// Slots is how many blocks the arena holds.
+func (a *Arena) Slots() int { return len(a.slots) }
+
+// BlockSize is the size of each slot.
+func (a *Arena) BlockSize() int64 { return a.bs }
+
+// Free is how many slots are free to allocate: neither live nor pinned.
+func (a *Arena) Free() int {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	return len(a.free)
+}
+
+// Leased is how many slots leases pin.
+func (a *Arena) Leased() int {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	return a.leased
 }

@@ -4,10 +4,8 @@ import (
 	"bytes"
 	"errors"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strconv"
-	"strings"
 	"sync"
 	"testing"
 )
@@ -119,9 +117,9 @@ func TestALeasedRAMBlockKeepsItsBytesAfterEviction(t *testing.T) {
 	if got := extentBytes(t, l); !bytes.Equal(got, o.data) {
 		t.Fatal("a leased slot was reused for another block while the lease was held")
 	}
-	free := len(c.ram.arena.free)
+	free := c.ram.arena.Free()
 	l.Release()
-	if got := len(c.ram.arena.free); got != free+1 {
+	if got := c.ram.arena.Free(); got != free+1 {
 		t.Fatalf("releasing the lease of an evicted block freed %d slots, want 1", got-free)
 	}
 }
@@ -148,64 +146,26 @@ func TestRAMLeasesPinAtMostHalfTheTier(t *testing.T) {
 	l2.Release()
 }
 
-func TestAStaleRefPinsNothing(t *testing.T) {
-	c := openCache(t, sharedConfig(t, 1))
-	a := c.ram.arena
-	r1, ok := a.alloc()
-	if !ok {
-		t.Fatal("no slot in a new arena")
-	}
-	a.release(r1)
-	r2, ok := a.alloc()
-	if !ok || r2.slot != r1.slot {
-		t.Fatalf("the one slot was not reused: %+v after %+v", r2, r1)
-	}
-	if a.pin(r1) {
-		t.Fatal("a ref from before the slot was reused pinned it")
-	}
-	if !a.pin(r2) {
-		t.Fatal("the live ref did not pin")
-	}
-	a.unpin(r2)
-}
-
-func TestTheArenaFileIsPrivateAndGoesWithTheCache(t *testing.T) {
+// The cache's arena file is in the shared memory dir while the cache is
+// open and gone after Close; an arena that cannot be reserved fails Open
+// with ErrSharedMemory and leaves nothing behind.
+func TestTheArenaFileGoesWithTheCache(t *testing.T) {
 	dir := t.TempDir()
-	// A file left by a daemon that is no longer running.
-	cmd := exec.Command("true")
-	if err := cmd.Run(); err != nil {
-		t.Fatal(err)
-	}
-	stale := filepath.Join(dir, arenaPrefix+strconv.Itoa(cmd.Process.Pid))
-	if err := os.WriteFile(stale, []byte("old"), 0o600); err != nil {
-		t.Fatal(err)
-	}
 	c, err := Open(t.Context(), Config{MemorySize: 4 * testBlock, BlockSize: testBlock, SharedMemoryDir: dir}, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := os.Stat(stale); !os.IsNotExist(err) {
-		t.Errorf("the arena file of a dead daemon is still there: %v", err)
-	}
-	path := c.ram.arena.path
-	st, err := os.Stat(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if st.Mode().Perm() != 0o600 || st.Size() != 4*testBlock {
-		t.Errorf("arena file mode %v size %d, want 0600 and %d", st.Mode().Perm(), st.Size(), 4*testBlock)
+	path := c.ram.arena.Path()
+	if filepath.Dir(path) != dir {
+		t.Fatalf("arena file %s, not in the shared memory dir %s", path, dir)
 	}
 	c.Close()
 	if _, err := os.Stat(path); !os.IsNotExist(err) {
 		t.Errorf("the arena file outlived Close: %v", err)
 	}
-}
-
-func TestAnArenaThatDoesNotFitFailsTheOpen(t *testing.T) {
-	dir := t.TempDir()
-	_, err := Open(t.Context(), Config{MemorySize: 1 << 50, BlockSize: 1 << 20, SharedMemoryDir: dir}, nil)
-	if err == nil || !strings.Contains(err.Error(), "shared memory cache") {
-		t.Fatalf("an arena larger than its filesystem: %v, want an error naming the shared memory cache", err)
+	_, err = Open(t.Context(), Config{MemorySize: 1 << 50, BlockSize: 1 << 20, SharedMemoryDir: dir}, nil)
+	if !errors.Is(err, ErrSharedMemory) {
+		t.Fatalf("an arena larger than its filesystem: %v, want ErrSharedMemory", err)
 	}
 	if names, _ := filepath.Glob(filepath.Join(dir, "*")); len(names) != 0 {
 		t.Fatalf("a failed open left %v", names)
@@ -221,6 +181,11 @@ func TestASharedTierUnderChurnServesEachBlocksOwnBytes(t *testing.T) {
 	for i := range objs {
 		objs[i] = newTestObject("churn/"+strconv.Itoa(i)+".tar", 2*testBlock)
 	}
+	shm, err := os.Open(c.ram.arena.Path())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer shm.Close()
 	var wg sync.WaitGroup
 	errs := make(chan string, 64)
 	for g := range 4 {
@@ -248,8 +213,8 @@ func TestASharedTierUnderChurnServesEachBlocksOwnBytes(t *testing.T) {
 						continue
 					}
 					for _, e := range l.Extents() {
-						got := c.ram.arena.mem[e.Offset : e.Offset+e.Length]
-						if !bytes.Equal(got, o.data[e.FileOffset:e.FileOffset+e.Length]) {
+						got := make([]byte, e.Length)
+						if _, err := shm.ReadAt(got, e.Offset); err != nil || !bytes.Equal(got, o.data[e.FileOffset:e.FileOffset+e.Length]) {
 							errs <- "a leased slot held another block's bytes"
 						}
 					}
@@ -263,8 +228,8 @@ func TestASharedTierUnderChurnServesEachBlocksOwnBytes(t *testing.T) {
 	for e := range errs {
 		t.Fatal(e)
 	}
-	if a := c.ram.arena; a.leased != 0 {
-		t.Fatalf("%d slots still counted as leased after every lease was released", a.leased)
+	if n := c.ram.arena.Leased(); n != 0 {
+		t.Fatalf("%d slots still counted as leased after every lease was released", n)
 	}
 }
 

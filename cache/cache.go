@@ -7,6 +7,8 @@ import (
 	"log/slog"
 	"sync"
 	"sync/atomic"
+
+	"github.com/shardfs/shardfs/cache/cachedir"
 )
 
 // Cache holds blocks of object versions in a RAM tier and a persistent
@@ -15,10 +17,10 @@ type Cache struct {
 	cfg   Config
 	log   *slog.Logger
 	stats counters
-	ram   *memTier    // nil when MemorySize is 0
-	ring  *ring       // nil when there is no usable cache dir
-	whole *wholeFiles // nil without a ring or with WholeShardPercent 0
-	lock  *dirLock    // held while ring is open
+	ram   *memTier       // nil when MemorySize is 0
+	ring  *ring          // nil when there is no usable cache dir
+	whole *wholeFiles    // nil without a ring or with WholeShardPercent 0
+	lock  *cachedir.Lock // held while ring is open
 	bufs  sync.Pool
 
 	versions *versionMemo // versionIDs of the objects read lately
@@ -69,23 +71,23 @@ func Open(ctx context.Context, cfg Config, log *slog.Logger) (*Cache, error) {
 }
 
 func (c *Cache) openRing(ctx context.Context) error {
-	if err := CheckDir(c.cfg.Dir); err != nil {
+	if err := cachedir.CheckDir(c.cfg.Dir); err != nil {
 		return err
 	}
-	lock, err := lockDir(c.cfg.Dir)
+	lock, err := cachedir.LockDir(c.cfg.Dir)
 	if err != nil {
 		return err
 	}
 	r, err := openRing(ctx, c.cfg, &c.stats, c.log)
 	if err != nil {
-		lock.unlock()
+		lock.Unlock()
 		return err
 	}
 	if p := c.cfg.WholeShardPercent; p > 0 {
 		w, err := openWholeFiles(c.cfg.Dir, wholeQuota(r.geo.fileSize(), p), &c.stats, c.log)
 		if err != nil {
 			r.file.close()
-			lock.unlock()
+			lock.Unlock()
 			return err
 		}
 		c.whole = w
@@ -187,7 +189,7 @@ func (c *Cache) Close() error {
 		if c.whole != nil {
 			errs = append(errs, c.whole.close())
 		}
-		errs = append(errs, c.ring.file.close(), c.lock.unlock())
+		errs = append(errs, c.ring.file.close(), c.lock.Unlock())
 	}
 	return errors.Join(errs...)
 }

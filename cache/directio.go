@@ -8,6 +8,8 @@ import (
 	"unsafe"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/shardfs/shardfs/cache/cachedir"
 )
 
 // ringFile is the ring's file, opened so that its I/O does not fill the page
@@ -31,9 +33,9 @@ type ringFile struct {
 }
 
 func openRingFile(path string, flag int) (*ringFile, error) {
-	f, err := openPrivate(path, flag|unix.O_DIRECT)
+	f, err := cachedir.OpenPrivate(path, flag|unix.O_DIRECT)
 	if err == nil {
-		paged, err := openPrivate(path, flag&^os.O_CREATE)
+		paged, err := cachedir.OpenPrivate(path, flag&^os.O_CREATE)
 		if err != nil {
 			f.Close()
 			return nil, err
@@ -47,7 +49,7 @@ func openRingFile(path string, flag int) (*ringFile, error) {
 		return nil, err
 	}
 	// tmpfs before Linux 6.6 and some network filesystems refuse O_DIRECT.
-	f, err = openPrivate(path, flag)
+	f, err = cachedir.OpenPrivate(path, flag)
 	if err != nil {
 		return nil, err
 	}

@@ -8,6 +8,8 @@ import (
 	"testing"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/shardfs/shardfs/cache/cachedir"
 )
 
 // A new cache dir and its files are the user's alone; files an older
@@ -19,7 +21,7 @@ func TestCacheDirAndFilesArePrivate(t *testing.T) {
 	if fi, err := os.Stat(dir); err != nil || fi.Mode().Perm() != 0o700 {
 		t.Fatalf("cache dir mode %v (%v), want 0700", fi.Mode().Perm(), err)
 	}
-	for _, name := range []string{ringFileName, lockFileName} {
+	for _, name := range []string{ringFileName, cachedir.LockName} {
 		path := filepath.Join(dir, name)
 		if fi, err := os.Stat(path); err != nil || fi.Mode().Perm() != 0o600 {
 			t.Fatalf("%s mode %v (%v), want 0600", name, fi.Mode().Perm(), err)
@@ -30,7 +32,7 @@ func TestCacheDirAndFilesArePrivate(t *testing.T) {
 	}
 	c = openCache(t, ringConfig(dir, 8))
 	c.Close()
-	for _, name := range []string{ringFileName, lockFileName} {
+	for _, name := range []string{ringFileName, cachedir.LockName} {
 		if fi, _ := os.Stat(filepath.Join(dir, name)); fi.Mode().Perm() != 0o600 {
 			t.Fatalf("%s left at %v, want 0600", name, fi.Mode().Perm())
 		}
@@ -60,7 +62,7 @@ func TestUntrustedCacheDirsAreRefused(t *testing.T) {
 		"symlinked lock": func(t *testing.T, dir string) string {
 			victim := filepath.Join(t.TempDir(), "victim")
 			must(t, os.WriteFile(victim, victimContent, 0o600))
-			must(t, os.Symlink(victim, filepath.Join(dir, lockFileName)))
+			must(t, os.Symlink(victim, filepath.Join(dir, cachedir.LockName)))
 			return victim
 		},
 		"hard-linked ring": func(t *testing.T, dir string) string {

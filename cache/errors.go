@@ -4,6 +4,7 @@ import (
 	"errors"
 
 	"github.com/shardfs/shardfs/cache/arena"
+	"github.com/shardfs/shardfs/cache/cachedir"
 )
 
 var (
@@ -11,7 +12,7 @@ var (
 	ErrNotCached = errors.New("range not in the cache ring")
 	// ErrLocked: another process owns the cache directory. The wrapping
 	// error names the holder's pid.
-	ErrLocked = errors.New("cache directory is locked by another process")
+	ErrLocked = cachedir.ErrLocked
 	// ErrSharedMemory: Open could not make the shared RAM tier
 	// (Config.SharedMemoryDir): a full or missing directory, a mapping
 	// refused.

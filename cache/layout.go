@@ -14,7 +14,6 @@ import (
 // over a shard streamed in order is one large extent.
 const (
 	ringFileName = "ring.dat"
-	lockFileName = "lock"
 
 	superSize  = int(alignment)
 	superMagic = "SHARDFS-RING\x00\x00\x00\x00"

@@ -6,6 +6,8 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+
+	"github.com/shardfs/shardfs/cache/cachedir"
 )
 
 // DirStats describes a cache dir as found on disk.
@@ -59,7 +61,7 @@ func InspectDir(dir string) (DirStats, error) {
 	if _, err := os.Stat(dir); err != nil {
 		return ds, fmt.Errorf("cache dir: %w", err)
 	}
-	ds.OwnerPID = lockHolder(dir)
+	ds.OwnerPID = cachedir.Holder(dir)
 	r, size, err := loadRing(dir)
 	if errors.Is(err, os.ErrNotExist) {
 		return ds, nil
@@ -220,11 +222,11 @@ func lockExisting(dir string) (unlock func(), err error) {
 	if _, err := os.Stat(dir); err != nil {
 		return nil, fmt.Errorf("cache dir: %w", err)
 	}
-	l, err := lockDir(dir)
+	l, err := cachedir.LockDir(dir)
 	if err != nil {
 		return nil, err
 	}
-	return func() { l.unlock() }, nil
+	return func() { l.Unlock() }, nil
 }
 
 // loadRing opens a dir's ring read-only and rebuilds its index.

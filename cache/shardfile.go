@@ -55,6 +55,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/shardfs/shardfs/atomicfile"
+	"github.com/shardfs/shardfs/cache/cachedir"
 	"github.com/shardfs/shardfs/store"
 )
 
@@ -117,7 +118,7 @@ func openWholeFiles(cacheDir string, quota int64, stats *counters, log *slog.Log
 	if err := os.Mkdir(dir, 0o700); err != nil && !errors.Is(err, os.ErrExist) {
 		return nil, fmt.Errorf("whole-shard dir: %w", err)
 	}
-	if err := CheckDir(dir); err != nil {
+	if err := cachedir.CheckDir(dir); err != nil {
 		return nil, err
 	}
 	jpath := filepath.Join(dir, journalName)
@@ -132,7 +133,7 @@ func openWholeFiles(cacheDir string, quota int64, stats *counters, log *slog.Log
 	if err := writeJournal(jpath, kept); err != nil {
 		return nil, err
 	}
-	j, err := openPrivate(jpath, os.O_WRONLY|os.O_APPEND)
+	j, err := cachedir.OpenPrivate(jpath, os.O_WRONLY|os.O_APPEND)
 	if err != nil {
 		return nil, fmt.Errorf("whole-shard journal: %w", err)
 	}
@@ -242,7 +243,7 @@ func (w *wholeFiles) open(name string, size int64) (*os.File, bool) {
 	}
 	f.check.Lock()
 	defer f.check.Unlock()
-	file, err := openPrivate(w.path(name), os.O_RDONLY)
+	file, err := cachedir.OpenPrivate(w.path(name), os.O_RDONLY)
 	if err != nil {
 		w.log.Warn("whole-shard file unreadable; dropped", "file", w.path(name), "err", err)
 		w.drop(f, false)
@@ -287,7 +288,7 @@ func (w *wholeFiles) markChecked(name string) {
 	if f == nil {
 		return
 	}
-	file, err := openPrivate(w.path(name), os.O_RDONLY)
+	file, err := cachedir.OpenPrivate(w.path(name), os.O_RDONLY)
 	if err != nil {
 		return
 	}

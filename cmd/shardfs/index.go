@@ -11,7 +11,7 @@ import (
 
 	"github.com/urfave/cli/v2"
 
-	"github.com/shardfs/shardfs/cache"
+	"github.com/shardfs/shardfs/cache/cachedir"
 	"github.com/shardfs/shardfs/store"
 	"github.com/shardfs/shardfs/tarindex"
 )
@@ -83,7 +83,7 @@ func runIndex(c *cli.Context) error {
 	ctx, stop := signal.NotifyContext(c.Context, syscall.SIGINT, syscall.SIGTERM)
 	defer stop()
 	if run.CacheDir != "" {
-		if err := cache.CheckDir(run.CacheDir); err != nil {
+		if err := cachedir.CheckDir(run.CacheDir); err != nil {
 			return err
 		}
 	}

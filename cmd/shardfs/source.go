@@ -9,7 +9,7 @@ import (
 	"net"
 	"time"
 
-	"github.com/shardfs/shardfs/cache"
+	"github.com/shardfs/shardfs/cache/cachedir"
 	"github.com/shardfs/shardfs/listing"
 	"github.com/shardfs/shardfs/store"
 )
@@ -77,7 +77,7 @@ func (b *backend) list(ctx context.Context, cfg sourceConfig, log *slog.Logger) 
 	if lc.Dir != "" {
 		// Listings persist in the cache dir: read one only from a dir of
 		// the user's own, as the ring is.
-		if err := cache.CheckDir(lc.Dir); err != nil {
+		if err := cachedir.CheckDir(lc.Dir); err != nil {
 			return err
 		}
 	}

@@ -20,6 +20,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/shardfs/shardfs/cache"
+	"github.com/shardfs/shardfs/cache/cachedir"
 	shardfs "github.com/shardfs/shardfs/fs"
 	"github.com/shardfs/shardfs/prefetch"
 	"github.com/shardfs/shardfs/store"
@@ -135,11 +136,11 @@ func runWarm(c *cli.Context) error {
 	if err != nil {
 		return err
 	}
-	if err := cache.CheckDir(dir); err != nil {
+	if err := cachedir.CheckDir(dir); err != nil {
 		return err // before owner.json is believed: only a dir of the user's own is
 	}
 	var res *warmResult
-	if owner, ok := readCacheOwner(dir); ok {
+	if owner, ok := cachedir.ReadOwner(dir); ok {
 		if owner.Source != b.retry.String() {
 			return fmt.Errorf("cache dir %s is owned by a mount of %s at %s, not of %s", dir, owner.Source, owner.MountPoint, b.retry.String())
 		}

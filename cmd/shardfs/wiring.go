@@ -9,6 +9,7 @@ import (
 	"runtime"
 
 	"github.com/shardfs/shardfs/cache"
+	"github.com/shardfs/shardfs/cache/cachedir"
 	shardfs "github.com/shardfs/shardfs/fs"
 	"github.com/shardfs/shardfs/listing"
 	"github.com/shardfs/shardfs/metrics"
@@ -56,7 +57,7 @@ func newMountWiring(ctx context.Context, cfg mountConfig, source, mountpoint str
 	}
 	atMount := listingAtMount(m.backend.meter)
 	if dir := cfg.Cache.Dir; dir != "" {
-		remove, err := writeCacheOwner(dir, cacheOwner{Source: m.backend.retry.String(), MountPoint: mountpoint, PID: os.Getpid()})
+		remove, err := cachedir.WriteOwner(dir, cachedir.Owner{Source: m.backend.retry.String(), MountPoint: mountpoint, PID: os.Getpid()})
 		if err != nil {
 			log.Warn("cache dir: cannot record the owning mount; shardfs warm will not find it", EffectKey, "warm cannot go through this mount", "err", err)
 		} else {

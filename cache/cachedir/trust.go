@@ -1,4 +1,4 @@
-package cache
+package cachedir
 
 import (
 	"errors"
@@ -11,7 +11,7 @@ import (
 // A cache directory holds copies of every shard a mount read: only the
 // user the daemon runs as may read it, and nothing in it may be a link
 // planted by someone else, or the daemon would truncate or write through
-// it. CheckDir vets the directory; openPrivate every file in it.
+// it. CheckDir vets the directory; OpenPrivate every file in it.
 
 // CheckDir creates dir (mode 0700) when it is absent, and refuses one the
 // daemon must not use: not a directory, owned by another user, or
@@ -36,12 +36,12 @@ func CheckDir(dir string) error {
 	return nil
 }
 
-// openPrivate opens path, creating it 0600 when flag says so, without
+// OpenPrivate opens path, creating it 0600 when flag says so, without
 // following a symlink, and refuses anything but a regular file of this
 // user's with one link: a hard link planted in the directory would
 // otherwise be truncated or written through. A file an older release
 // created readable by others is made private.
-func openPrivate(path string, flag int) (*os.File, error) {
+func OpenPrivate(path string, flag int) (*os.File, error) {
 	f, err := os.OpenFile(path, flag|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0o600)
 	if errors.Is(err, unix.ELOOP) {
 		return nil, fmt.Errorf("%s is a symlink: refusing to follow it", path)

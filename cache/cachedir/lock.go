@@ -1,4 +1,4 @@
-package cache
+package cachedir
 
 import (
 	"errors"
@@ -11,18 +11,25 @@ import (
 	"golang.org/x/sys/unix"
 )
 
-// dirLock is the exclusive ownership of a cache directory: an flock on
+// LockName is the lock file's name in a cache dir.
+const LockName = "lock"
+
+// ErrLocked: another process owns the cache directory. The wrapping error
+// names the holder's pid.
+var ErrLocked = errors.New("cache directory is locked by another process")
+
+// Lock is the exclusive ownership of a cache directory: an flock on
 // DIR/lock, which holds the owner's pid so a refused process can name it.
 // The kernel drops the flock when the owner dies, so kill -9 leaves no stale
 // lock behind.
-type dirLock struct {
+type Lock struct {
 	f *os.File
 }
 
-// lockDir takes dir's lock, or fails with ErrLocked naming the holder.
-func lockDir(dir string) (*dirLock, error) {
-	path := filepath.Join(dir, lockFileName)
-	f, err := openPrivate(path, os.O_RDWR|os.O_CREATE)
+// LockDir takes dir's lock, or fails with ErrLocked naming the holder.
+func LockDir(dir string) (*Lock, error) {
+	path := filepath.Join(dir, LockName)
+	f, err := OpenPrivate(path, os.O_RDWR|os.O_CREATE)
 	if err != nil {
 		return nil, fmt.Errorf("cache lock %s: %w", path, err)
 	}
@@ -36,25 +43,26 @@ func lockDir(dir string) (*dirLock, error) {
 	if err := f.Truncate(0); err == nil {
 		_, _ = f.WriteAt([]byte(strconv.Itoa(os.Getpid())+"\n"), 0)
 	}
-	return &dirLock{f: f}, nil
+	return &Lock{f: f}, nil
 }
 
-func (l *dirLock) unlock() error {
+// Unlock gives the directory up.
+func (l *Lock) Unlock() error {
 	// Closing the descriptor releases the flock.
 	return l.f.Close()
 }
 
 func lockedError(dir string) error {
-	if pid := lockHolder(dir); pid > 0 {
+	if pid := Holder(dir); pid > 0 {
 		return fmt.Errorf("cache dir %s is in use by pid %d: %w", dir, pid, ErrLocked)
 	}
 	return fmt.Errorf("cache dir %s is in use: %w", dir, ErrLocked)
 }
 
-// lockHolder returns the pid of the process that owns dir, or 0 when no
-// process does.
-func lockHolder(dir string) int {
-	path := filepath.Join(dir, lockFileName)
+// Holder returns the pid of the process that owns dir, or 0 when no
+// process does. It takes no lock.
+func Holder(dir string) int {
+	path := filepath.Join(dir, LockName)
 	f, err := os.Open(path)
 	if err != nil {
 		return 0

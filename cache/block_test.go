@@ -3,6 +3,8 @@ package cache
 import (
 	"bytes"
 	"testing"
+
+	"github.com/shardfs/shardfs/cache/internal/cachetest"
 )
 
 func TestBlockServesWholeVerifiedBlocks(t *testing.T) {
@@ -24,7 +26,7 @@ func TestBlockServesWholeVerifiedBlocks(t *testing.T) {
 
 	// A flipped byte in the ring: Block declines rather than serving it.
 	slot := slotOf(t, c, o, 1) // ringConfig has no RAM tier: Block reads the ring
-	patchFile(t, ringPath(dir), c.ring.geo.dataOffset(slot)+7, []byte{o.data[testBlock+7] ^ 0xff})
+	cachetest.PatchFile(t, ringPath(dir), c.ring.geo.dataOffset(slot)+7, []byte{o.data[testBlock+7] ^ 0xff})
 	if b, _, ok := c.Get(o.obj, 1, InRAM|InRing); ok {
 		t.Fatalf("Block served %d bytes of a block that fails its checksum", len(b))
 	}

@@ -10,6 +10,8 @@ import (
 	"testing"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/shardfs/shardfs/cache/internal/cachetest"
 )
 
 // readChunks reads [off, off+n) of o with ReadChunks and returns how many
@@ -116,7 +118,7 @@ func TestSmallReadsOfARingBlockCostTheirGrains(t *testing.T) {
 	// A flipped bit in grain 3 of block 1: a read of grain 0 never reads
 	// it; a read of grain 3 finds it, and the block is dropped.
 	slot := slotOf(t, c, o, 1)
-	patchFile(t, ringPath(dir), c.ring.geo.dataOffset(slot)+3*grain+10, []byte{o.data[testBlock+3*grain+10] ^ 0x10})
+	cachetest.PatchFile(t, ringPath(dir), c.ring.geo.dataOffset(slot)+3*grain+10, []byte{o.data[testBlock+3*grain+10] ^ 0x10})
 	readChunks(t, c, o, testBlock, 100)
 	if _, ok := c.ReadChunks(o.obj, make([]byte, 100), testBlock+3*grain); ok {
 		t.Fatal("a read of the corrupt grain was served")
@@ -171,10 +173,10 @@ func TestARewrittenGrainTableIsNeverTrusted(t *testing.T) {
 	o.putAll(c, 4)
 	slot := slotOf(t, c, o, 1)
 	forged := bytes.Repeat([]byte{0xee}, int(grain))
-	patchFile(t, ringPath(dir), c.ring.geo.dataOffset(slot)+2*grain, forged)
+	cachetest.PatchFile(t, ringPath(dir), c.ring.geo.dataOffset(slot)+2*grain, forged)
 	sum := make([]byte, 4)
 	binary.LittleEndian.PutUint32(sum, checksum(forged))
-	patchFile(t, ringPath(dir), c.ring.geo.headerOffset(slot)+grainTableOffset+4*2, sum)
+	cachetest.PatchFile(t, ringPath(dir), c.ring.geo.headerOffset(slot)+grainTableOffset+4*2, sum)
 	p := make([]byte, 100)
 	if _, ok := c.ReadChunks(o.obj, p, testBlock+2*grain); ok {
 		t.Fatalf("a grain vouched for by a rewritten table was served (bytes % x, the object's % x)", p[:4], o.data[testBlock+2*grain:][:4])
@@ -307,7 +309,7 @@ func TestWholeBlockReadChecksEveryChunk(t *testing.T) {
 	o := newTestObject("whole.tar", 2*testBlock)
 	o.putAll(c, 4)
 	slot := slotOf(t, c, o, 0)
-	patchFile(t, ringPath(dir), c.ring.geo.dataOffset(slot)+testBlock-1, []byte{o.data[testBlock-1] ^ 1})
+	cachetest.PatchFile(t, ringPath(dir), c.ring.geo.dataOffset(slot)+testBlock-1, []byte{o.data[testBlock-1] ^ 1})
 	mustMiss(t, c, o, 0, 10)
 	mustRead(t, c, o, testBlock, testBlock)
 }
@@ -323,9 +325,9 @@ func TestRingOfAnOlderFormatStartsEmptyWithAWarning(t *testing.T) {
 			storedSlot(t, cfg, o, 0)
 			version := make([]byte, 4)
 			binary.LittleEndian.PutUint32(version, format)
-			patchFile(t, ringPath(dir), 16, version)
-			var logs logRecorder
-			c, err := Open(context.Background(), cfg, logs.logger())
+			cachetest.PatchFile(t, ringPath(dir), 16, version)
+			var logs cachetest.LogRecorder
+			c, err := Open(context.Background(), cfg, logs.Logger())
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -333,7 +335,7 @@ func TestRingOfAnOlderFormatStartsEmptyWithAWarning(t *testing.T) {
 			if st := c.Stats(); st.RingUsedSlots != 0 {
 				t.Fatalf("a format %d ring was opened with %d slots in use", format, st.RingUsedSlots)
 			}
-			if out := logs.String(); logs.count("WARN") != 1 || !strings.Contains(out, "another format") ||
+			if out := logs.String(); logs.Count("WARN") != 1 || !strings.Contains(out, "another format") ||
 				!strings.Contains(out, fmt.Sprintf("format=%d", format)) || !strings.Contains(out, "this_format=3") {
 				t.Fatalf("want one warning naming formats %d and 3, got:\n%s", format, out)
 			}
@@ -370,7 +372,7 @@ func TestVerifyDirChecksGrainCRCs(t *testing.T) {
 	if err := h.encode(hdr); err != nil {
 		t.Fatal(err)
 	}
-	patchFile(t, ringPath(dir), geo.headerOffset(n), hdr)
+	cachetest.PatchFile(t, ringPath(dir), geo.headerOffset(n), hdr)
 
 	rep, err := VerifyDir(dir)
 	if err != nil {

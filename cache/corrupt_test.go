@@ -5,6 +5,8 @@ import (
 	"errors"
 	"strings"
 	"testing"
+
+	"github.com/shardfs/shardfs/cache/internal/cachetest"
 )
 
 func TestFlippedBytesAreNeverServed(t *testing.T) {
@@ -20,7 +22,7 @@ func TestFlippedBytesAreNeverServed(t *testing.T) {
 
 	// Flip one byte under a running cache: the next read notices.
 	flipped := []byte{bad.data[2*testBlock+100] ^ 0xff}
-	patchFile(t, ringPath(dir), geo.dataOffset(badSlot)+100, flipped)
+	cachetest.PatchFile(t, ringPath(dir), geo.dataOffset(badSlot)+100, flipped)
 	mustMiss(t, c, bad, 2*testBlock, 200)
 	if st := c.Stats(); st.ChecksumFailures != 1 {
 		t.Fatalf("checksum failures = %d, want 1", st.ChecksumFailures)
@@ -65,7 +67,7 @@ func TestDamagedHeaderDropsItsBlock(t *testing.T) {
 	o := newTestObject("h.tar", 2*testBlock)
 	n, geo := storedSlot(t, cfg, o, 0)
 
-	patchFile(t, ringPath(dir), geo.headerOffset(n)+60, []byte("garbage"))
+	cachetest.PatchFile(t, ringPath(dir), geo.headerOffset(n)+60, []byte("garbage"))
 	rep, err := VerifyDir(dir)
 	if err != nil {
 		t.Fatal(err)
@@ -84,7 +86,7 @@ func TestLeaseChecksSlotsLoadedFromDisk(t *testing.T) {
 	o := newTestObject("gds.tar", 3*testBlock)
 	n, geo := storedSlot(t, cfg, o, 1)
 
-	patchFile(t, ringPath(dir), geo.dataOffset(n)+5, []byte{o.data[testBlock+5] ^ 0x55})
+	cachetest.PatchFile(t, ringPath(dir), geo.dataOffset(n)+5, []byte{o.data[testBlock+5] ^ 0x55})
 	c := openCache(t, cfg)
 	if _, err := c.Lease(o.obj, 0, o.obj.Size); !errors.Is(err, ErrNotCached) {
 		t.Fatalf("Lease over a corrupt slot = %v, want ErrNotCached", err)
@@ -104,7 +106,7 @@ func TestWholeBlocksReadStraightIntoTheCallersBufferAreVerified(t *testing.T) {
 	c := openCache(t, ringConfig(dir, 8))
 	o := newTestObject("direct.tar", 3*testBlock)
 	o.putAll(c, 3)
-	patchFile(t, ringPath(dir), c.ring.geo.dataOffset(slotOf(t, c, o, 1))+7, []byte{o.data[testBlock+7] ^ 0xff})
+	cachetest.PatchFile(t, ringPath(dir), c.ring.geo.dataOffset(slotOf(t, c, o, 1))+7, []byte{o.data[testBlock+7] ^ 0xff})
 
 	// An aligned, block-sized buffer is filled by the ring read itself.
 	p := alignedBuffer(int(testBlock))

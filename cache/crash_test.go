@@ -1,16 +1,16 @@
 package cache
 
 import (
-	"bufio"
 	"bytes"
 	"context"
 	"errors"
 	"fmt"
 	"os"
-	"os/exec"
 	"strings"
 	"syscall"
 	"testing"
+
+	"github.com/shardfs/shardfs/cache/internal/cachetest"
 )
 
 // The child side of TestSurvivesKill9: open the cache, put the objects,
@@ -37,32 +37,9 @@ func TestMain(m *testing.M) {
 	os.Exit(m.Run())
 }
 
-// startChild runs this test binary as a child with env added and waits
-// for it to say it is ready.
-func startChild(t *testing.T, env ...string) *exec.Cmd {
-	t.Helper()
-	child := exec.Command(os.Args[0], "-test.run=^$")
-	child.Env = append(os.Environ(), env...)
-	out, err := child.StdoutPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	child.Stderr = os.Stderr
-	if err := child.Start(); err != nil {
-		t.Fatal(err)
-	}
-	line, err := bufio.NewReader(out).ReadString('\n')
-	if err != nil || line != "ready\n" {
-		child.Process.Kill()
-		child.Wait()
-		t.Fatalf("child said %q, %v", line, err)
-	}
-	return child
-}
-
 func TestSurvivesKill9(t *testing.T) {
 	dir := t.TempDir()
-	child := startChild(t, "SHARDFS_CACHE_CRASH_CHILD="+dir)
+	child := cachetest.StartChild(t, "SHARDFS_CACHE_CRASH_CHILD="+dir)
 
 	// While the child owns the dir, nobody else may.
 	_, err := Open(context.Background(), ringConfig(dir, 256), nil)
@@ -99,7 +76,7 @@ func TestTornSlotIsIgnored(t *testing.T) {
 	torn, geo := storedSlot(t, cfg, o, 1)
 
 	half := newTestObject("other.tar", testBlock/2)
-	patchFile(t, ringPath(dir), geo.dataOffset(torn), half.data)
+	cachetest.PatchFile(t, ringPath(dir), geo.dataOffset(torn), half.data)
 
 	c := openCache(t, cfg)
 	mustRead(t, c, o, 0, testBlock)
@@ -129,7 +106,7 @@ func TestDataWithoutHeaderIsNotIndexed(t *testing.T) {
 	c.Close()
 
 	orphan := newTestObject("orphan.tar", testBlock)
-	patchFile(t, ringPath(dir), geo.dataOffset(5), orphan.data)
+	cachetest.PatchFile(t, ringPath(dir), geo.dataOffset(5), orphan.data)
 
 	c = openCache(t, cfg)
 	if got := c.Stats().RingUsedSlots; got != before {

@@ -10,6 +10,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/shardfs/shardfs/cache/cachedir"
+	"github.com/shardfs/shardfs/cache/internal/cachetest"
 )
 
 // A new cache dir and its files are the user's alone; files an older
@@ -131,8 +132,8 @@ func TestARingWithNoSizeAskedForFitsItsFilesystem(t *testing.T) {
 		t.Log(err)
 	}
 	cfg.SizeGiven = false
-	var logs logRecorder
-	c, err := Open(context.Background(), cfg, logs.logger())
+	var logs cachetest.LogRecorder
+	c, err := Open(context.Background(), cfg, logs.Logger())
 	if err != nil {
 		t.Fatalf("Open with the default size: %v", err)
 	}

@@ -4,11 +4,7 @@ import (
 	"bytes"
 	"context"
 	"fmt"
-	"log/slog"
 	"math/rand/v2"
-	"os"
-	"strings"
-	"sync"
 	"testing"
 
 	"github.com/shardfs/shardfs/store"
@@ -46,34 +42,6 @@ func (o testObject) putAll(c *Cache, partBlocks int64) {
 	for off := int64(0); off < o.obj.Size; off += part {
 		putRange(c, o.obj, off, o.data[off:min(off+part, o.obj.Size)])
 	}
-}
-
-// logRecorder collects log lines so tests can count warnings.
-type logRecorder struct {
-	mu  sync.Mutex
-	buf bytes.Buffer
-}
-
-func (l *logRecorder) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.buf.Write(p)
-}
-
-func (l *logRecorder) logger() *slog.Logger {
-	return slog.New(slog.NewTextHandler(l, &slog.HandlerOptions{Level: slog.LevelDebug}))
-}
-
-func (l *logRecorder) count(level string) int {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return strings.Count(l.buf.String(), "level="+level)
-}
-
-func (l *logRecorder) String() string {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.buf.String()
 }
 
 // openCache opens cfg and closes it when the test ends.
@@ -146,19 +114,6 @@ func storedSlot(t *testing.T, cfg Config, o testObject, index int64) (int64, geo
 		t.Fatal(err)
 	}
 	return n, c.ring.geo
-}
-
-// patchFile writes p into the file at off, as a crash or a bad disk would.
-func patchFile(t *testing.T, path string, off int64, p []byte) {
-	t.Helper()
-	f, err := os.OpenFile(path, os.O_WRONLY, 0)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer f.Close()
-	if _, err := f.WriteAt(p, off); err != nil {
-		t.Fatal(err)
-	}
 }
 
 // has is whether block index of obj is cached where it would survive a

@@ -6,6 +6,8 @@ import (
 	"fmt"
 	"os"
 	"testing"
+
+	"github.com/shardfs/shardfs/cache/internal/cachetest"
 )
 
 // extentBytes reads what a lease's extents point at, straight from the ring
@@ -177,7 +179,7 @@ func TestALeaseReadsBackBlocksThisProcessWrote(t *testing.T) {
 	c := openCache(t, cfg)
 	o.putAll(c, 4)
 	n := slotOf(t, c, o, 1)
-	patchFile(t, ringPath(cfg.Dir), c.ring.geo.dataOffset(n)+100, []byte("bit rot"))
+	cachetest.PatchFile(t, ringPath(cfg.Dir), c.ring.geo.dataOffset(n)+100, []byte("bit rot"))
 
 	if l, err := c.Lease(o.obj, 0, o.obj.Size); !errors.Is(err, ErrNotCached) {
 		if err == nil {

@@ -8,6 +8,8 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/shardfs/shardfs/cache/internal/cachetest"
 )
 
 func TestSecondOpenOfADirIsLocked(t *testing.T) {
@@ -84,10 +86,10 @@ func dirBytesIfAny(dir string) (int64, error) {
 }
 
 func TestRingFailureMidRunWarnsOnceAndKeepsServing(t *testing.T) {
-	var logs logRecorder
+	var logs cachetest.LogRecorder
 	cfg := ringConfig(t.TempDir(), 16)
 	cfg.MemorySize = 8 << 20
-	c, err := Open(context.Background(), cfg, logs.logger())
+	c, err := Open(context.Background(), cfg, logs.Logger())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -102,7 +104,7 @@ func TestRingFailureMidRunWarnsOnceAndKeepsServing(t *testing.T) {
 	for i := range 5 {
 		newTestObject(fmt.Sprintf("f/%d.tar", i), testBlock).putAll(c, 1)
 	}
-	if n := logs.count("WARN"); n != 1 || c.Stats().RingEnabled {
+	if n := logs.Count("WARN"); n != 1 || c.Stats().RingEnabled {
 		t.Fatalf("after failed writes: %d warnings, ring enabled=%v:\n%s", n, c.Stats().RingEnabled, logs.String())
 	}
 	c.ram.cache.Wait()

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/shardfs/shardfs/atomicfile"
+	"github.com/shardfs/shardfs/cache/internal/cachetest"
 )
 
 const (
@@ -76,7 +77,7 @@ func TestWholeFileTornByKill9IsNeverUsed(t *testing.T) {
 	dir := t.TempDir()
 	for round := range 3 {
 		r := fmt.Sprint(round)
-		child := startChild(t, "SHARDFS_WHOLE_CRASH_CHILD="+dir, "SHARDFS_WHOLE_CRASH_ROUND="+r)
+		child := cachetest.StartChild(t, "SHARDFS_WHOLE_CRASH_CHILD="+dir, "SHARDFS_WHOLE_CRASH_ROUND="+r)
 		torn := ""
 		for deadline := time.Now().Add(20 * time.Second); torn == "" && time.Now().Before(deadline); {
 			torn = fileBeingWritten(child.Process.Pid, dir)

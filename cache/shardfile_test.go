@@ -13,6 +13,8 @@ import (
 	"time"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/shardfs/shardfs/cache/internal/cachetest"
 )
 
 // wholeConfig is a ring of slots blocks beside whole-shard files of about
@@ -204,7 +206,7 @@ func TestVerifyDropsAFlippedWholeFile(t *testing.T) {
 	mustMakeWhole(t, c, flipped)
 	c.Close()
 	path := filepath.Join(wholeDir(dir), wholeName(cfg.version(flipped.obj)))
-	patchFile(t, path, 3*testBlock+5, []byte{flipped.data[3*testBlock+5] ^ 0x10})
+	cachetest.PatchFile(t, path, 3*testBlock+5, []byte{flipped.data[3*testBlock+5] ^ 0x10})
 
 	rep, err := VerifyDir(dir)
 	if err != nil {
@@ -230,10 +232,10 @@ func TestVerifyDropsAFlippedWholeFile(t *testing.T) {
 
 // openLogged opens cfg with its log going to logs, and closes it when the
 // test ends.
-func openLogged(t *testing.T, cfg Config, logs *logRecorder) *Cache {
+func openLogged(t *testing.T, cfg Config, logs *cachetest.LogRecorder) *Cache {
 	t.Helper()
 	cfg.BlockSize = testBlock
-	c, err := Open(context.Background(), cfg, logs.logger())
+	c, err := Open(context.Background(), cfg, logs.Logger())
 	if err != nil {
 		t.Fatalf("Open: %v", err)
 	}
@@ -274,9 +276,9 @@ func TestFirstOpenDropsARottenWholeFile(t *testing.T) {
 	mustMakeWhole(t, c, rotten)
 	c.Close()
 	path := filepath.Join(wholeDir(dir), wholeName(cfg.version(rotten.obj)))
-	patchFile(t, path, 2*testBlock+9, []byte{rotten.data[2*testBlock+9] ^ 0x01})
+	cachetest.PatchFile(t, path, 2*testBlock+9, []byte{rotten.data[2*testBlock+9] ^ 0x01})
 
-	var logs logRecorder
+	var logs cachetest.LogRecorder
 	c = openLogged(t, cfg, &logs)
 	if !c.HasWholeFile(rotten.obj) {
 		t.Fatal("the rotten file is not held at open: its size still matches, only a read of it can tell")
@@ -346,7 +348,7 @@ func TestWholeFileCheckedAgainAfterAChange(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	patchFile(t, pathOf(a), 7, []byte{a.data[7] ^ 0x80})
+	cachetest.PatchFile(t, pathOf(a), 7, []byte{a.data[7] ^ 0x80})
 	// Put the mtime back until the ctime differs from the one the check
 	// remembered: a filesystem's clock may give a change made within one
 	// of its ticks the same ctime (only a hand that puts the mtime back

@@ -9,6 +9,7 @@ import (
 	"sync/atomic"
 
 	"github.com/shardfs/shardfs/cache/cachedir"
+	"github.com/shardfs/shardfs/cache/wholefile"
 )
 
 // Cache holds blocks of object versions in a RAM tier and a persistent
@@ -19,7 +20,7 @@ type Cache struct {
 	stats counters
 	ram   *memTier       // nil when MemorySize is 0
 	ring  *ring          // nil when there is no usable cache dir
-	whole *wholeFiles    // nil without a ring or with WholeShardPercent 0
+	whole wholeTier      // nil without a ring or with WholeShardPercent 0 (wholefiles.go)
 	lock  *cachedir.Lock // held while ring is open
 	bufs  sync.Pool
 
@@ -84,7 +85,7 @@ func (c *Cache) openRing(ctx context.Context) error {
 		return err
 	}
 	if p := c.cfg.WholeShardPercent; p > 0 {
-		w, err := openWholeFiles(c.cfg.Dir, wholeQuota(r.geo.fileSize(), p), &c.stats, c.log)
+		w, err := wholefile.Open(c.cfg.Dir, wholeQuota(r.geo.fileSize(), p), c.log)
 		if err != nil {
 			r.file.close()
 			lock.Unlock()
@@ -162,8 +163,10 @@ func (c *Cache) Stats() Stats {
 	}
 	s.RingEnabled = c.liveRing() != nil
 	if c.whole != nil {
-		s.WholeFiles, s.WholeBytes = c.whole.occupancy()
-		s.WholeQuota = c.whole.quota
+		w := c.whole.Stats()
+		s.WholeFiles, s.WholeBytes, s.WholeQuota = w.Files, w.Bytes, w.Quota
+		s.WholeMade, s.WholeEvictions, s.WholeOpens = w.Made, w.Evictions, w.Opens
+		s.WholeChecks, s.WholeCheckFails = w.Checks, w.CheckFails
 	}
 	return s
 }
@@ -187,7 +190,7 @@ func (c *Cache) Close() error {
 			errs = append(errs, fmt.Errorf("flush cache ring: %w", err))
 		}
 		if c.whole != nil {
-			errs = append(errs, c.whole.close())
+			errs = append(errs, c.whole.Close())
 		}
 		errs = append(errs, c.ring.file.close(), c.lock.Unlock())
 	}

@@ -21,7 +21,7 @@ const (
 	DefaultMemorySize int64 = 1 << 30
 	DefaultBlockSize  int64 = 1 << 20
 	// DefaultWholeShardPercent is the share of Size kept for whole-shard
-	// files (shardfile.go). Half: a warmed data set that fits in half the
+	// files (package wholefile). Half: a warmed data set that fits in half the
 	// cache is held both as ring blocks (random reads, GPU leases, reads
 	// when passthrough is off) and as files the kernel reads itself.
 	DefaultWholeShardPercent = 50

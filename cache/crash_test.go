@@ -16,9 +16,6 @@ import (
 // The child side of TestSurvivesKill9: open the cache, put the objects,
 // say so, keep writing more until killed.
 func TestMain(m *testing.M) {
-	if dir := os.Getenv("SHARDFS_WHOLE_CRASH_CHILD"); dir != "" {
-		wholeCrashChild(dir, os.Getenv("SHARDFS_WHOLE_CRASH_ROUND"))
-	}
 	if dir := os.Getenv("SHARDFS_CACHE_CRASH_CHILD"); dir != "" {
 		c, err := Open(context.Background(), ringConfig(dir, 256), nil)
 		if err != nil {

@@ -2,8 +2,9 @@
 // one object version, keyed by (namespace, key, ETag, block index) where
 // the namespace is the bucket and the key the object's full key in it
 // (Config.KeyPrefix + the key the source lists), kept in
-// a RAM tier (ristretto) and in a persistent ring of preallocated slots in
-// a cache directory on local NVMe.
+// a RAM tier (ristretto, its blocks on the Go heap or in a shared /dev/shm
+// arena, package cache/arena) and in a persistent ring of preallocated
+// slots in a cache directory on local NVMe.
 //
 // The ring is the durable tier. Every slot carries a header (object, ETag,
 // block index, length, generation, and CRC32Cs of the data: one per 64 KiB
@@ -28,22 +29,25 @@
 // the memory the RAM tier leaves free for the block's next samples; every
 // read still checks them.
 //
-// One process owns a cache directory at a time (a lock file naming its pid).
-// The directory is the user's alone (created 0700, files 0600, opened
+// One process owns a cache directory at a time (a lock file naming its
+// pid). The directory is the user's alone (created 0700, files 0600, opened
 // without following links; a directory another user owns or could write is
-// refused). A directory that cannot hold the ring asked for fails Open: a
+// refused). Both are package cache/cachedir's, which also keeps the record
+// of the mount that owns the dir (owner.json). A directory that cannot hold the ring asked for fails Open: a
 // cache asked for a disk tier never runs without one. A ring of another
 // shape is kept when no size is asked for, and otherwise refused, never
 // emptied. A ring that fails during the run is switched off with one
 // warning; the RAM tier and the network keep serving.
 //
 // Beside the ring, complete shards are kept as whole files, one per object
-// version, under CACHE_DIR/shards (shardfile.go): offsets equal to the
-// shard's, so the kernel can read them in place of the mount (FUSE
-// passthrough). They are made only from verified ring blocks, by warm or,
-// in a mount, for a shard a handle read whole (promote.go); each is vouched
-// for by a synced journal, and they share the one size bound
-// (Config.WholeShardPercent of Size; the ring gets the rest).
+// version, under CACHE_DIR/shards (package cache/wholefile, behind
+// wholeTier in wholefiles.go): offsets equal to the shard's, so the kernel
+// can read them in place of the mount (FUSE passthrough). This package
+// names each shard for them and makes a file only from verified ring
+// blocks, by warm or, in a mount, for a shard a handle read whole
+// (promote.go); the files' journal and their checks are wholefile's. They
+// share the one size bound (Config.WholeShardPercent of Size; the ring
+// gets the rest).
 //
 // The API is small and speaks in block indexes: Lookup says which tiers
 // hold a block, Get returns one (bytes and the tier that served), ReadAt

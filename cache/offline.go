@@ -8,6 +8,7 @@ import (
 	"path/filepath"
 
 	"github.com/shardfs/shardfs/cache/cachedir"
+	"github.com/shardfs/shardfs/cache/wholefile"
 )
 
 // DirStats describes a cache dir as found on disk.
@@ -34,13 +35,6 @@ type BadSlot struct {
 	Reason    string
 }
 
-// BadWholeFile is a whole-shard file that failed its check and was deleted.
-type BadWholeFile struct {
-	File   string
-	Key    string // "" for a file the journal does not vouch for
-	Reason string
-}
-
 // VerifyReport is the result of checking every slot of a ring and every
 // whole-shard file.
 type VerifyReport struct {
@@ -51,7 +45,7 @@ type VerifyReport struct {
 
 	WholeChecked int64 // whole-shard files read and summed
 	WholeGood    int64
-	BadWhole     []BadWholeFile // deleted: a later read is served from the ring or the store
+	BadWhole     []wholefile.BadFile // deleted: a later read is served from the ring or the store
 }
 
 // InspectDir reads a cache dir's ring headers. It takes no lock, so it works
@@ -78,14 +72,7 @@ func InspectDir(dir string) (DirStats, error) {
 		versions[k.version] = true
 	}
 	ds.Versions = len(versions)
-	if recs, err := readJournal(filepath.Join(wholeDir(dir), journalName)); err == nil {
-		for name, r := range recs {
-			if fi, err := os.Lstat(filepath.Join(wholeDir(dir), name)); err == nil && fi.Mode().IsRegular() && fi.Size() == r.Size {
-				ds.WholeFiles++
-				ds.WholeBytes += r.Size
-			}
-		}
-	}
+	ds.WholeFiles, ds.WholeBytes = wholefile.Inspect(dir)
 	return ds, nil
 }
 
@@ -102,7 +89,9 @@ func VerifyDir(dir string) (VerifyReport, error) {
 		return rep, err
 	}
 	defer unlock()
-	if err := verifyWholeFiles(dir, &rep); err != nil {
+	whole, err := wholefile.Verify(dir)
+	rep.WholeChecked, rep.WholeGood, rep.BadWhole = whole.Checked, whole.Good, whole.Bad
+	if err != nil {
 		return rep, err
 	}
 	r, size, err := loadRing(dir)
@@ -145,58 +134,6 @@ func VerifyDir(dir string) (VerifyReport, error) {
 	return rep, err
 }
 
-// verifyWholeFiles sums every whole-shard file of dir against its record
-// and deletes those that fail.
-func verifyWholeFiles(dir string, rep *VerifyReport) error {
-	wdir := wholeDir(dir)
-	if _, err := os.Stat(wdir); errors.Is(err, os.ErrNotExist) {
-		return nil
-	}
-	recs, err := readJournal(filepath.Join(wdir, journalName))
-	if err != nil {
-		return err
-	}
-	entries, err := os.ReadDir(wdir)
-	if err != nil {
-		return fmt.Errorf("read %s: %w", wdir, err)
-	}
-	for _, e := range entries {
-		name := e.Name()
-		if !isWholeName(name) {
-			continue
-		}
-		path := filepath.Join(wdir, name)
-		bad := BadWholeFile{File: path}
-		r, ok := recs[name]
-		if !ok {
-			bad.Reason = "no journal record vouches for it"
-		} else {
-			bad.Key = r.Key
-			rep.WholeChecked++
-			if bad.Reason = checkFile(path, r); bad.Reason == "" {
-				rep.WholeGood++
-				continue
-			}
-		}
-		if err := os.Remove(path); err != nil && !errors.Is(err, os.ErrNotExist) {
-			return fmt.Errorf("drop bad whole-shard file: %w", err)
-		}
-		rep.BadWhole = append(rep.BadWhole, bad)
-	}
-	return nil
-}
-
-// checkFile opens the whole-shard file at path and checks it against r
-// (checkWhole): "" when it passes, else why not.
-func checkFile(path string, r wholeRecord) string {
-	f, err := os.Open(path)
-	if err != nil {
-		return err.Error()
-	}
-	defer f.Close()
-	return checkWhole(f, r)
-}
-
 // ClearDir empties a cache dir's ring and whole-shard files, and deletes
 // subdirs of it (what other packages keep there: persisted listings and
 // member indexes). It refuses with ErrLocked while a mount owns the dir.
@@ -209,7 +146,7 @@ func ClearDir(dir string, subdirs ...string) error {
 	if err := os.Remove(ringPath(dir)); err != nil && !errors.Is(err, os.ErrNotExist) {
 		return fmt.Errorf("clear cache: %w", err)
 	}
-	for _, sub := range append([]string{wholeDirName}, subdirs...) {
+	for _, sub := range append([]string{wholefile.DirName}, subdirs...) {
 		if err := os.RemoveAll(filepath.Join(dir, sub)); err != nil {
 			return fmt.Errorf("clear cache: %w", err)
 		}

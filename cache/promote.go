@@ -12,9 +12,9 @@ import (
 // later pass over a data set then costs the daemon opens, not reads. The
 // file is made from the shard's blocks in the ring, each checked, one
 // shard at a time in the background (MakeWholeFile), so that the pass
-// that read it does not wait for the copy; it is remembered as checked,
-// its bytes summed as they were copied, so its first open does not read
-// it again.
+// that read it does not wait for the copy; it is remembered as checked
+// (wholefile's MarkChecked), its bytes summed as they were copied, so its
+// first open does not read it again.
 
 // promoteQueue bounds the shards waiting to be made whole files; past it
 // ReadDone drops them (a later whole read asks again).
@@ -39,7 +39,7 @@ func (c *Cache) ReadDone(obj store.Object, whole bool) {
 		return
 	}
 	defer c.leave()
-	if c.whole.has(wholeName(c.version(obj))) {
+	if c.whole.Has(c.wholeShard(obj)) {
 		return
 	}
 	p := &c.promote
@@ -74,7 +74,7 @@ func (c *Cache) promoteLoop() {
 			case err != nil && p.ctx.Err() == nil:
 				c.log.Warn("whole-shard file of a shard read whole not made", "key", obj.Key, "err", err)
 			case made:
-				c.whole.markChecked(wholeName(c.version(obj)))
+				c.whole.MarkChecked(c.wholeShard(obj))
 			}
 		}
 	}

@@ -48,8 +48,7 @@ type counters struct {
 	puts, ringWrites, evictions, checksumFailures    atomic.Uint64
 	ringPresummed                                    atomic.Uint64
 	leases                                           atomic.Int64
-	wholeMade, wholeEvictions, wholeOpens            atomic.Uint64
-	wholeChecks, wholeCheckFails, wholeQueueFull     atomic.Uint64
+	wholeQueueFull                                   atomic.Uint64
 }
 
 func (k *counters) snapshot() Stats {
@@ -68,11 +67,6 @@ func (k *counters) snapshot() Stats {
 		Evictions:        k.evictions.Load(),
 		ChecksumFailures: k.checksumFailures.Load(),
 		Leases:           k.leases.Load(),
-		WholeMade:        k.wholeMade.Load(),
-		WholeEvictions:   k.wholeEvictions.Load(),
-		WholeOpens:       k.wholeOpens.Load(),
-		WholeChecks:      k.wholeChecks.Load(),
-		WholeCheckFails:  k.wholeCheckFails.Load(),
 		WholeQueueFull:   k.wholeQueueFull.Load(),
 	}
 }

@@ -1,4 +1,4 @@
-package cache
+package wholefile
 
 import (
 	"context"
@@ -15,38 +15,36 @@ import (
 )
 
 const (
-	crashSlots     = 700 // two crash objects, and some
 	crashObjSize   = 4 << 20
+	crashQuota     = 3*crashObjSize - 1 // two files, and a third evicts one
 	crashObjects   = 1000
 	crashKillAfter = 2 // files made before the parent starts watching
 )
 
-// crashObject is the i-th shard a child of round makes whole; its ETag is
-// its key, so crashName finds its file without making its bytes.
-func crashObject(round string, i int) testObject {
-	o := newTestObject(crashKey(round, i), crashObjSize)
-	o.obj.ETag = o.obj.Key
-	return o
+// The child side of TestWholeFileTornByKill9IsNeverUsed.
+func TestMain(m *testing.M) {
+	if dir := os.Getenv("SHARDFS_WHOLE_CRASH_CHILD"); dir != "" {
+		wholeCrashChild(dir, os.Getenv("SHARDFS_WHOLE_CRASH_ROUND"))
+	}
+	os.Exit(m.Run())
 }
+
+// crashShard is the i-th shard a child of round makes whole.
+func crashShard(round string, i int) testShard { return newTestShard(crashKey(round, i), crashObjSize) }
 
 func crashKey(round string, i int) string { return fmt.Sprintf("r%s-w%04d.bin", round, i) }
 
-func crashName(cfg Config, round string, i int) string {
-	return wholeName(versionOf(cfg.Namespace, crashKey(round, i), crashKey(round, i)))
-}
-
 // wholeCrashChild makes whole-shard files, one after another, until killed.
 func wholeCrashChild(dir, round string) {
-	c, err := Open(context.Background(), wholeConfig(dir, crashSlots), nil)
+	w, err := Open(dir, crashQuota, nil)
 	if err != nil {
 		os.Stderr.WriteString(err.Error() + "\n")
 		os.Exit(2)
 	}
 	for i := range crashObjects {
-		o := crashObject(round, i)
-		o.putAll(c, 64)
-		if ok, err := c.MakeWholeFile(context.Background(), o.obj); !ok || err != nil {
-			fmt.Fprintf(os.Stderr, "MakeWholeFile(%s) = %v, %v\n", o.obj.Key, ok, err)
+		o := crashShard(round, i)
+		if ok, err := w.Make(context.Background(), o.s, o.read); !ok || err != nil {
+			fmt.Fprintf(os.Stderr, "Make(%s) = %v, %v\n", o.s.Key, ok, err)
 			os.Exit(2)
 		}
 		if i+1 == crashKillAfter {
@@ -63,7 +61,7 @@ func fileBeingWritten(pid int, dir string) string {
 	entries, _ := os.ReadDir(fds)
 	for _, e := range entries {
 		target, err := os.Readlink(filepath.Join(fds, e.Name()))
-		if err == nil && filepath.Dir(target) == wholeDir(dir) && filepath.Base(target) != journalName {
+		if err == nil && filepath.Dir(target) == wholeDir(dir) && filepath.Base(target) != JournalName {
 			return filepath.Base(target)
 		}
 	}
@@ -89,24 +87,23 @@ func TestWholeFileTornByKill9IsNeverUsed(t *testing.T) {
 		}
 		tornName := strings.TrimRight(strings.TrimPrefix(torn, "."), "0123456789")
 
-		cfg := wholeConfig(dir, crashSlots)
-		c, err := Open(context.Background(), cfg, nil)
+		w, err := Open(dir, crashQuota, nil)
 		if err != nil {
 			t.Fatal(err)
 		}
 		used := 0
 		for i := range crashObjects {
-			name := crashName(cfg, r, i)
-			if !c.whole.has(name) {
+			s := shardOf(crashKey(r, i), crashObjSize) // its bytes are made only when held
+			if !w.Has(s) {
 				continue
 			}
-			o := crashObject(r, i)
-			if name == tornName {
+			o := crashShard(r, i)
+			if Name(s.ID) == tornName {
 				// Finished between the sighting and the kill: then
 				// it must be whole, as every file used must.
 				t.Logf("round %d: %s, being written at the kill, is in use after restart: it must hold its whole shard", round, torn)
 			}
-			mustReadWhole(t, c, o)
+			mustReadWhole(t, w, o)
 			used++
 		}
 		for _, n := range wholeEntries(t, dir) {
@@ -118,6 +115,6 @@ func TestWholeFileTornByKill9IsNeverUsed(t *testing.T) {
 		if used == 0 {
 			t.Errorf("round %d: no whole file survived the restart (%d were made before the kill)", round, crashKillAfter)
 		}
-		c.Close()
+		w.Close()
 	}
 }

@@ -1,4 +1,4 @@
-package cache
+package wholefile
 
 import (
 	"math/rand/v2"
@@ -23,7 +23,7 @@ func BenchmarkWholeFileCheck(b *testing.B) {
 	}
 	h := newSum()
 	h.Write(data)
-	rec := wholeRecord{Size: size, Sum: h.Sum32()}
+	rec := record{Size: size, Sum: h.Sum32()}
 	path := filepath.Join(b.TempDir(), "whole")
 	if err := os.WriteFile(path, data, 0o600); err != nil {
 		b.Fatal(err)

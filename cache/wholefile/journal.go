@@ -1,4 +1,4 @@
-package cache
+package wholefile
 
 import (
 	"bytes"
@@ -24,22 +24,24 @@ import (
 //
 // Each record is framed as
 //
-//	[payload length uint32][CRC32C of payload uint32][payload: JSON wholeRecord]
+//	[payload length uint32][CRC32C of payload uint32][payload: JSON record]
 //
 // little endian. A record torn by a crash fails its CRC (or is short) and
 // ends the journal there: what follows it is ignored. A record of size 0
 // is a tombstone: the name's file was dropped, and earlier records of the
 // name no longer vouch for it.
 const (
-	wholeDirName     = "shards"
-	journalName      = "journal"
+	// DirName is the files' directory in a cache dir.
+	DirName = "shards"
+	// JournalName is the journal's name in DirName.
+	JournalName      = "journal"
 	tmpSuffix        = ".tmp" // what earlier releases wrote before a rename
 	recordFrame      = 8
 	maxRecordPayload = 64 << 10
 )
 
-// wholeRecord describes one complete whole-shard file.
-type wholeRecord struct {
+// record describes one complete whole-shard file.
+type record struct {
 	Name string `json:"name"` // the file's name: hex of the version id
 	Key  string `json:"key"`
 	ETag string `json:"etag"`
@@ -47,17 +49,18 @@ type wholeRecord struct {
 	Sum  uint32 `json:"crc32c"` // over the whole file
 }
 
-func wholeName(v versionID) string { return hex.EncodeToString(v[:]) }
+// Name is the file name of the version id.
+func Name(id [16]byte) string { return hex.EncodeToString(id[:]) }
 
-// isWholeName reports whether name is a whole-shard file's name.
-func isWholeName(name string) bool {
+// isName reports whether name is a whole-shard file's name.
+func isName(name string) bool {
 	b, err := hex.DecodeString(name)
-	return err == nil && len(b) == len(versionID{})
+	return err == nil && len(b) == len([16]byte{})
 }
 
-func wholeDir(cacheDir string) string { return filepath.Join(cacheDir, wholeDirName) }
+func wholeDir(cacheDir string) string { return filepath.Join(cacheDir, DirName) }
 
-func encodeRecord(r wholeRecord) ([]byte, error) {
+func encodeRecord(r record) ([]byte, error) {
 	payload, err := json.Marshal(r)
 	if err != nil {
 		return nil, err
@@ -73,8 +76,8 @@ func encodeRecord(r wholeRecord) ([]byte, error) {
 
 // readJournal returns the records of the journal at path, the last record
 // of each name winning. A missing journal holds none.
-func readJournal(path string) (map[string]wholeRecord, error) {
-	recs := map[string]wholeRecord{}
+func readJournal(path string) (map[string]record, error) {
+	recs := map[string]record{}
 	b, err := os.ReadFile(path)
 	if errors.Is(err, os.ErrNotExist) {
 		return recs, nil
@@ -88,10 +91,10 @@ func readJournal(path string) (map[string]wholeRecord, error) {
 		if n > maxRecordPayload || len(b) < recordFrame+n || checksum(b[recordFrame:recordFrame+n]) != sum {
 			break // torn tail
 		}
-		var r wholeRecord
+		var r record
 		dec := json.NewDecoder(bytes.NewReader(b[recordFrame : recordFrame+n]))
 		dec.DisallowUnknownFields()
-		if dec.Decode(&r) == nil && isWholeName(r.Name) {
+		if dec.Decode(&r) == nil && isName(r.Name) {
 			switch {
 			case r.Size > 0:
 				recs[r.Name] = r
@@ -106,7 +109,7 @@ func readJournal(path string) (map[string]wholeRecord, error) {
 
 // writeJournal replaces the journal at path with recs, durably: the
 // records vouch for files kept through a power loss.
-func writeJournal(path string, recs map[string]wholeRecord) error {
+func writeJournal(path string, recs map[string]record) error {
 	err := atomicfile.Write(path, atomicfile.Durable, func(w io.Writer) error {
 		for _, r := range recs {
 			b, err := encodeRecord(r)
@@ -126,7 +129,7 @@ func writeJournal(path string, recs map[string]wholeRecord) error {
 }
 
 // appendRecord adds r to the open journal and syncs it.
-func appendRecord(j *os.File, r wholeRecord) error {
+func appendRecord(j *os.File, r record) error {
 	b, err := encodeRecord(r)
 	if err != nil {
 		return err
@@ -137,16 +140,16 @@ func appendRecord(j *os.File, r wholeRecord) error {
 	return j.Sync()
 }
 
-// checkWholeFiles makes a shards dir hold only files the journal vouches
+// checkFiles makes a shards dir hold only files the journal vouches
 // for: leftovers of an interrupted write (*.tmp) and files without a
 // record, or of another size than their record says, are deleted. It
 // returns the records of the files kept and their last use (mtime).
-func checkWholeFiles(dir string, recs map[string]wholeRecord) (kept map[string]wholeRecord, lastUse map[string]int64, dropped int, err error) {
+func checkFiles(dir string, recs map[string]record) (kept map[string]record, lastUse map[string]int64, dropped int, err error) {
 	entries, err := os.ReadDir(dir)
 	if err != nil {
 		return nil, nil, 0, fmt.Errorf("read %s: %w", dir, err)
 	}
-	kept, lastUse = map[string]wholeRecord{}, map[string]int64{}
+	kept, lastUse = map[string]record{}, map[string]int64{}
 	for _, e := range entries {
 		name := e.Name()
 		path := filepath.Join(dir, name)
@@ -154,7 +157,7 @@ func checkWholeFiles(dir string, recs map[string]wholeRecord) (kept map[string]w
 		case strings.HasSuffix(name, tmpSuffix) || atomicfile.IsTemp(name):
 			os.Remove(path)
 			continue
-		case !isWholeName(name):
+		case !isName(name):
 			continue // the journal, or not ours
 		}
 		var st unix.Stat_t
@@ -178,8 +181,8 @@ const wholeCheckChunk = 1 << 20
 // offset is left alone) and says how it differs from its record r: "" when
 // it holds r.Size bytes whose CRC32C is r.Sum. The one check of a file's
 // bytes: cache verify makes it, and so does an open before it hands a
-// file out (wholeFiles.open).
-func checkWhole(f *os.File, r wholeRecord) string {
+// file out (Tier.OpenFile).
+func checkWhole(f *os.File, r record) string {
 	fi, err := f.Stat()
 	if err != nil {
 		return err.Error()

@@ -6,7 +6,6 @@ import (
 	"os"
 	"path/filepath"
 	"strconv"
-	"syscall"
 	"time"
 
 	gofs "github.com/hanwen/go-fuse/v2/fs"
@@ -37,8 +36,17 @@ func DefaultKernelOptions() KernelOptions {
 	return KernelOptions{MaxRequest: 1 << 20, MaxReadAhead: 1 << 20, MaxBackground: 64, ReadAheadKB: 4096}
 }
 
-// Mount mounts root at dir and returns once the kernel has the mount. The
-// caller owns the server: Wait for it, Unmount to stop it.
+// Mount mounts root at dir and starts serving it. It does not wait for the
+// kernel's first request, and makes none of its own: the caller checks
+// from another process that the mount answers, then calls Answering. A
+// request of this process to its own mount, once the kernel has handed it
+// to the daemon, cannot be interrupted: a kill -9 landing then (or a file
+// of the mount still open when the process exits, whose close the kernel
+// must report) would leave the daemon unable to exit and the mount hung
+// until its connection was aborted by hand. go-fuse's own Mount makes
+// such a request (WaitMount opens a file of the mount to learn that POLL
+// is not served; nothing in this process polls a file of its mount), so it
+// is not used. The caller owns the server: Wait for it, Unmount to stop it.
 func Mount(dir string, root *Root, k KernelOptions) (*fuse.Server, error) {
 	timeout := root.m.opts.AttrTimeout
 	negative := time.Minute
@@ -70,27 +78,31 @@ func Mount(dir string, root *Root, k KernelOptions) (*fuse.Server, error) {
 			// answers EROFS itself instead.
 		},
 	}
-	server, err := gofs.Mount(dir, root, opts)
+	server, err := fuse.NewServer(gofs.NewNodeFS(root, opts), dir, &opts.MountOptions)
 	if err != nil {
 		return nil, err
 	}
-	root.m.probePassthrough(server)
-	if k.ReadAheadKB > 0 {
-		if err := setReadAhead(dir, k.ReadAheadKB); err != nil {
-			root.m.opts.Log.Info("kernel read-ahead left at its default", "err", err)
-		}
-	}
+	go server.Serve()
 	return server, nil
 }
 
-// setReadAhead raises the read-ahead of the mount's backing device info,
-// which bounds how far the kernel reads ahead of a sequential reader.
-func setReadAhead(dir string, kb int) error {
-	var st syscall.Stat_t
-	if err := syscall.Stat(dir, &st); err != nil {
-		return err
+// Answering finishes a mount that answers (checked from another process):
+// the passthrough probe, and the kernel's read-ahead for the mount's
+// device dev (the st_dev of a file of the mount).
+func Answering(server *fuse.Server, root *Root, k KernelOptions, dev uint64) {
+	root.m.probePassthrough(server)
+	if k.ReadAheadKB > 0 {
+		if err := setReadAhead(dev, k.ReadAheadKB); err != nil {
+			root.m.opts.Log.Info("kernel read-ahead left at its default", "err", err)
+		}
 	}
-	major, minor := (st.Dev>>8)&0xfff, (st.Dev&0xff)|((st.Dev>>12)&0xfff00)
+}
+
+// setReadAhead raises the read-ahead of the backing device info of the
+// mount whose device is dev, which bounds how far the kernel reads ahead
+// of a sequential reader.
+func setReadAhead(dev uint64, kb int) error {
+	major, minor := (dev>>8)&0xfff, (dev&0xff)|((dev>>12)&0xfff00)
 	path := filepath.Join("/sys/class/bdi", fmt.Sprintf("%d:%d", major, minor), "read_ahead_kb")
 	if err := os.WriteFile(path, []byte(strconv.Itoa(kb)), 0); err != nil {
 		return fmt.Errorf("set %s: %w", path, err)

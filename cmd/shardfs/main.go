@@ -16,6 +16,7 @@ import (
 )
 
 func main() {
+	answerCheck() // a child of checkAnswers exits here
 	cli.VersionPrinter = printVersion
 	app := newApp()
 	args, err := commandLine(app)

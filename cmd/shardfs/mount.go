@@ -120,11 +120,13 @@ func runMount(parent context.Context, logOut io.Writer, cfg mountConfig, source,
 		}
 		return fmt.Errorf("mounting %s: %w", mountpoint, err)
 	}
-	if err := checkAnswers(mountpoint); err != nil {
+	dev, err := checkAnswers(mountpoint)
+	if err != nil {
 		unmountServer(server, mountpoint, log)
 		server.Wait()
 		return err
 	}
+	shardfs.Answering(server, m.root, m.kernel, dev)
 	log.Info("mounted", "source", m.backend.src.String(), "mountpoint", mountpoint, "objects", len(m.backend.objects))
 	ready.ready()
 	notifySystemd(daemon.SdNotifyReady, log)

@@ -24,7 +24,8 @@ import (
 // How many reads reach the daemon before a block is handed over depends
 // on how soon the block is whole in the cache and how soon the filler
 // gets to it, so the test does not count those. A first pass fills the
-// cache; the kernel's pages of the object are then dropped, and each
+// cache; once its handle is released, the kernel's pages of the object
+// are dropped, and each
 // block is read in a shuffled order: one read, then a wait for the
 // filler's answer (a read of a block the filler could not lend yet
 // offers it again), then the block's other reads, of which none should
@@ -51,6 +52,12 @@ func TestShuffledSmallReadsAreServedFromFilledPages(t *testing.T) {
 					t.Fatalf("under --page-cache direct %.0f blocks were handed to the page cache after %d reads; the kernel keeps no pages there", fills, reads)
 				}
 				return
+			}
+			// The first pass's handle released: an inode's blocks are
+			// handed over once while it has open handles, and the kernel
+			// reports a close after close(2) has returned.
+			if st := waitReleased(t, m.dir); st["open_shards"] != 0 {
+				t.Fatalf("the first pass's handle of %s is still open in the daemon (%v open shards)", path, st["open_shards"])
 			}
 			f, err := os.Open(path)
 			if err != nil {

@@ -41,6 +41,7 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/shardfs/shardfs/cache"
@@ -137,6 +138,9 @@ type Engine struct {
 	gets     *getPool
 	sched    schedule
 	stats    ReadStats
+	// scheduled is set by the first sample schedule given, never reset:
+	// until then a read does not look for a scheduled part (heldBySchedule).
+	scheduled atomic.Bool
 
 	// Test seams, run when a read starts to wait: for budget (under mu),
 	// and for a part still on the network.

@@ -254,6 +254,7 @@ func (s *Engine) Schedule(owner uint64, ranges []Scheduled) ScheduleResult {
 	if s.closed {
 		return ScheduleResult{FirstOverlapping: -1, FirstFull: -1}
 	}
+	s.scheduled.Store(true)
 	return s.sched.addLocked(owner, ranges)
 }
 
@@ -604,6 +605,9 @@ func (sc *schedule) forgetOwnerLocked(owner uint64) {
 // heldBySchedule reports whether [off, end) of obj lies in one part kept
 // for the schedule: the read is answered from the part (source.go).
 func (s *Engine) heldBySchedule(obj store.Object, off, end int64) bool {
+	if !s.scheduled.Load() {
+		return false // no loader has given a schedule: no lock taken
+	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if len(s.sched.parts) == 0 {

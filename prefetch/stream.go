@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"sync/atomic"
 	"time"
 
 	"github.com/shardfs/shardfs/store"
@@ -27,6 +28,10 @@ type Stream struct {
 	held      map[*part]struct{} // parts this stream keeps for reads to come
 	heldBytes int64
 	closed    bool
+
+	// sequential is policy.Sequential() as of the policy's last read, for
+	// Sequential, which a read asks before it takes s.mu (readsRandomly).
+	sequential atomic.Bool
 }
 
 // Open starts a stream over obj. If the start of obj was prefetched
@@ -62,6 +67,7 @@ func (s *Engine) OpenBy(obj store.Object, opener Opener) *Stream {
 			s.stats.HintFound++
 		}
 		st.policy.Prime(s.parts.extent(st.o))
+		st.sequential.Store(true)
 	}
 	return st
 }
@@ -128,6 +134,7 @@ func (st *Stream) read(ctx context.Context, p []byte, off int64, inPlace bool) (
 		return nil, false, nil, fmt.Errorf("prefetch %s: %w", st.obj.Key, ErrClosed)
 	}
 	plan := st.policy.Read(off, end-off)
+	st.sequential.Store(plan.Sequential)
 	if s.exactLocked(st, plan, Range{off, end}) {
 		s.applyLocked(st, plan, end-off, Range{}) // the policy's other plans: what it lets go, its next block
 		s.mu.Unlock()
@@ -176,6 +183,7 @@ func (st *Stream) Observe(off, n int64) {
 	}
 	end := min(off+n, st.obj.Size)
 	plan := st.policy.Read(off, n)
+	st.sequential.Store(plan.Sequential)
 	s.applyLocked(st, plan, end-off, Range{})
 	s.sched.readLocked(st.obj, Range{off, end})
 	for pos := off; pos < end; {
@@ -377,9 +385,6 @@ func (st *Stream) readWhole() bool {
 	return st.policy.Whole()
 }
 
-// Sequential reports whether the stream's policy is in a sequential run.
-func (st *Stream) Sequential() bool {
-	st.s.mu.Lock()
-	defer st.s.mu.Unlock()
-	return st.policy.Sequential()
-}
+// Sequential reports whether the stream's policy is in a sequential run,
+// as of its last read; it takes no lock.
+func (st *Stream) Sequential() bool { return st.sequential.Load() }

@@ -20,13 +20,6 @@ import (
 // ReadDone drops them (a later whole read asks again).
 const promoteQueue = 64
 
-// A shard opened again while it waits for its copy (a second pass that
-// came soon after the first) is copied by that open, before it returns,
-// and the open is passed through (OpenWholeFile): read through the daemon
-// instead, its blocks would be read from the ring once for the reader and
-// once more for the copy. An open of a shard being copied waits for that
-// copy.
-
 // promoter runs the copies. It is started by the first shard read whole
 // and stopped by Close.
 type promoter struct {
@@ -35,43 +28,6 @@ type promoter struct {
 	ctx    context.Context
 	cancel context.CancelFunc
 	done   chan struct{}
-
-	mu      sync.Mutex
-	pending map[objectKey]*promotion // shards queued or being copied
-}
-
-// objectKey names one version of an object.
-type objectKey struct{ key, etag string }
-
-// promotion is one shard's copy: taken once a copier (the loop or an
-// open) has started it; done closed when it is over, made or not.
-type promotion struct {
-	taken bool
-	done  chan struct{}
-}
-
-// take marks the copy of obj started by the caller and reports whether
-// it was queued and not started yet.
-func (p *promoter) take(obj store.Object) bool {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	e := p.pending[objectKey{obj.Key, obj.ETag}]
-	if e == nil || e.taken {
-		return false
-	}
-	e.taken = true
-	return true
-}
-
-// finish ends obj's copy, waking the opens that wait for it.
-func (p *promoter) finish(obj store.Object) {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	k := objectKey{obj.Key, obj.ETag}
-	if e := p.pending[k]; e != nil {
-		delete(p.pending, k)
-		close(e.done)
-	}
 }
 
 // ReadDone tells the cache that a handle reading obj closed, and whether
@@ -91,40 +47,12 @@ func (c *Cache) ReadDone(obj store.Object, whole bool) {
 		p.queue = make(chan store.Object, promoteQueue)
 		p.ctx, p.cancel = context.WithCancel(context.Background())
 		p.done = make(chan struct{})
-		p.pending = map[objectKey]*promotion{}
 		go c.promoteLoop()
 	})
-	k := objectKey{obj.Key, obj.ETag}
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	if p.pending == nil || p.pending[k] != nil {
-		return // closed, or queued already
-	}
 	select {
 	case p.queue <- obj:
-		p.pending[k] = &promotion{done: make(chan struct{})}
 	default:
 		c.stats.wholeQueueFull.Add(1)
-	}
-}
-
-// promoteBeforeOpen copies obj now when it is queued for its copy, or
-// waits for the copy under way; it returns at once when neither.
-func (c *Cache) promoteBeforeOpen(obj store.Object) {
-	p := &c.promote
-	p.mu.Lock()
-	e := p.pending[objectKey{obj.Key, obj.ETag}]
-	p.mu.Unlock()
-	if e == nil {
-		return
-	}
-	if p.take(obj) {
-		c.promoteOne(obj)
-		return
-	}
-	select {
-	case <-e.done:
-	case <-p.ctx.Done():
 	}
 }
 
@@ -138,27 +66,17 @@ func (c *Cache) promoteLoop() {
 		case <-p.ctx.Done():
 			return
 		case obj := <-p.queue:
-			if p.take(obj) { // else an open copied it
-				c.promoteOne(obj)
+			if !c.ringHoldsAll(obj) {
+				continue // a block is missing: the copy would stop at it
+			}
+			made, err := c.MakeWholeFile(p.ctx, obj)
+			switch {
+			case err != nil && p.ctx.Err() == nil:
+				c.log.Warn("whole-shard file of a shard read whole not made", "key", obj.Key, "err", err)
+			case made:
+				c.whole.MarkChecked(c.wholeShard(obj))
 			}
 		}
-	}
-}
-
-// promoteOne makes obj's whole-shard file from the ring, taken by the
-// caller (promoter.take), and finishes it.
-func (c *Cache) promoteOne(obj store.Object) {
-	p := &c.promote
-	defer p.finish(obj)
-	if !c.ringHoldsAll(obj) {
-		return // a block is missing: the copy would stop at it
-	}
-	made, err := c.MakeWholeFile(p.ctx, obj)
-	switch {
-	case err != nil && p.ctx.Err() == nil:
-		c.log.Warn("whole-shard file of a shard read whole not made", "key", obj.Key, "err", err)
-	case made:
-		c.whole.MarkChecked(c.wholeShard(obj))
 	}
 }
 

@@ -37,27 +37,3 @@ func TestReadDoneMakesAWholeFileFromTheRing(t *testing.T) {
 		}
 	})
 }
-
-// TestAnOpenCopiesAShardWaitingForItsCopy: a shard read whole and opened
-// again before the copier got to it (a second pass right after the
-// first) is made a whole-shard file by that open, which then gets it: the
-// open is passed through instead of read through the daemon. A second
-// open finds the file made.
-func TestAnOpenCopiesAShardWaitingForItsCopy(t *testing.T) {
-	synctest.Test(t, func(t *testing.T) {
-		c := openCache(t, wholeConfig(t.TempDir(), 64))
-		o := newTestObject("opened-again.tar", 3*testBlock+5)
-		o.putAll(c, 8)
-		c.ReadDone(o.obj, true)
-		// The copier has not run: nothing of the test's bubble has blocked.
-		mustReadWhole(t, c, o)
-		mustReadWhole(t, c, o)
-		synctest.Wait() // the copier finds the shard copied and waits for more
-		if st := c.Stats(); st.WholeChecks != 0 {
-			t.Errorf("%d whole-shard files checked at their open, want 0: the copy summed the bytes", st.WholeChecks)
-		}
-		if err := c.Close(); err != nil {
-			t.Fatal(err)
-		}
-	})
-}

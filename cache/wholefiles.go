@@ -58,15 +58,9 @@ func (c *Cache) MakeWholeFile(ctx context.Context, obj store.Object) (bool, erro
 // that fails is dropped, counted (Stats.WholeCheckFails) and logged,
 // and OpenWholeFile reports false: the caller reads the shard another way.
 // The caller closes the descriptor. The file may be evicted while open;
-// the descriptor keeps reading its bytes. A shard read whole and waiting
-// for its copy is copied first, or its copy under way waited for
-// (promote.go).
+// the descriptor keeps reading its bytes.
 func (c *Cache) OpenWholeFile(obj store.Object) (*os.File, bool) {
-	if c.whole == nil {
-		return nil, false
-	}
-	c.promoteBeforeOpen(obj) // a shard read whole and queued for its copy (promote.go)
-	if !c.enter() {
+	if c.whole == nil || !c.enter() {
 		return nil, false
 	}
 	defer c.leave()

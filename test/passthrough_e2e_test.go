@@ -291,30 +291,3 @@ func TestShardReadWholeIsPassedThroughNextOpen(t *testing.T) {
 		t.Errorf("second pass: %v opens passed through, %v bytes read through the daemon; want %d (every shard read whole before) and 0", opens, read, len(whole))
 	}
 }
-
-// A second pass right after the first, through a mount with a cache dir
-// and nothing warmed: every shard the first pass read whole is passed
-// through on its next open, whether its copy into a whole-shard file was
-// over by then or not (an open of a shard waiting for its copy makes it),
-// and the second pass reads nothing through the daemon.
-func TestASecondPassRightAfterTheFirstIsPassedThrough(t *testing.T) {
-	t.Parallel()
-	// Every block reaches the ring (--cache-lag wait): a shard with a
-	// block missing there is not copied.
-	flags := append(cacheFlags(t.TempDir(), wholeCacheSize), "--cache-lag", "wait")
-	m := mountShardfs(t, e2e.source(), flags...)
-	checkShards(t, m.dir, e2e.objects)
-	before := waitReleased(t, m.dir) // each handle's release tells the cache it read its shard whole
-	checkShards(t, m.dir, e2e.objects)
-	after := waitReleased(t, m.dir)
-	whole := nonEmpty(e2e.objects)
-	opens := after["passthrough_opens_total"] - before["passthrough_opens_total"]
-	daemon := after["read_bytes_total"] - before["read_bytes_total"]
-	t.Logf("second pass: %.0f of %d shards passed through, %.0f bytes read through the daemon", opens, len(whole), daemon)
-	if after["passthrough"] != 1 {
-		t.Fatalf("passthrough is off on this mount (%v): nothing to check", after["passthrough"])
-	}
-	if opens != float64(len(whole)) || daemon != 0 {
-		t.Errorf("second pass right after the first: %.0f of %d shards passed through and %.0f bytes read through the daemon; want every shard passed through and none", opens, len(whole), daemon)
-	}
-}

@@ -39,16 +39,7 @@ func etaglessS3(t *testing.T, headETag string) (*store.S3, *atomic.Int32) {
 		}
 	}))
 	t.Cleanup(srv.Close)
-	t.Setenv("AWS_ACCESS_KEY_ID", "k")
-	t.Setenv("AWS_SECRET_ACCESS_KEY", "s")
-	t.Setenv("AWS_EC2_METADATA_DISABLED", "true")
-	src, _ := store.ParseSource("s3://bucket/")
-	opts := store.DefaultS3Options()
-	opts.Endpoint, opts.Region, opts.ForcePathStyle = srv.URL, "us-east-1", true
-	s3, err := store.NewS3(context.Background(), src, opts)
-	if err != nil {
-		t.Fatal(err)
-	}
+	s3 := testS3(t, srv.URL)
 	return s3, &heads
 }
 
@@ -73,4 +64,21 @@ func TestS3ListedObjectWithoutETag(t *testing.T) {
 	if _, err := s3.ReadRange(context.Background(), store.Object{Key: "a.tar", Size: 10}, 0, make([]byte, 4)); !errors.Is(err, store.ErrNoETag) {
 		t.Fatalf("read of an object without ETag: %v, want ErrNoETag", err)
 	}
+}
+
+// testS3 is an S3 store of s3://bucket/ at url, path-style, with static
+// credentials.
+func testS3(t *testing.T, url string) *store.S3 {
+	t.Helper()
+	t.Setenv("AWS_ACCESS_KEY_ID", "k")
+	t.Setenv("AWS_SECRET_ACCESS_KEY", "s")
+	t.Setenv("AWS_EC2_METADATA_DISABLED", "true")
+	src, _ := store.ParseSource("s3://bucket/")
+	opts := store.DefaultS3Options()
+	opts.Endpoint, opts.Region, opts.ForcePathStyle = url, "us-east-1", true
+	s3, err := store.NewS3(context.Background(), src, opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return s3
 }

@@ -57,7 +57,7 @@ def clients(mount, staging, chunk, readers):
             c, "whole-file pread")
     out["lease"] = (gds.Client(mount, buffer_size=staging, chunk_size=chunk, whole_files=False), "lease")
     batch = gds.Client(mount, buffer_size=staging, chunk_size=chunk, whole_files=False)
-    batch._ring_direct = False  # as when the ring file cannot be opened: READs in a batch
+    batch._ring.refused = True  # as when the ring file cannot be opened: READs in a batch
     out["batch"] = (batch, "batch")
     return out
 

@@ -356,7 +356,8 @@ func (d *driver) measure(ctx context.Context, r Run, argv []string, m *mount, re
 	if m != nil {
 		rec.DaemonPeakRSS = peakRSS(daemon)
 		if r.System.Kind == "shardfs" {
-			fetched, served := shardfsCounter(d.mnt, "shardfs_store_bytes_total"), shardfsCounter(d.mnt, "shardfs_read_bytes_total")
+			c := shardfsCounters(d.mnt)
+			fetched, served := c["shardfs_store_bytes_total"], c["shardfs_read_bytes_total"]
 			rec.DaemonFetchedBytes, rec.DaemonServedBytes = fetched-m.fetched, served-m.served
 			m.fetched, m.served = fetched, served
 		}
@@ -434,23 +435,22 @@ func procField(path, name string) int64 {
 	return 0
 }
 
-// shardfsStoreBytes is shardfs_store_bytes_total of the mount at dir.
-func shardfsCounter(dir, name string) int64 {
+// shardfsCounters reads a mount's counters from MNT/.shardfs/stats,
+// each summed over its labels; none when the file cannot be read.
+func shardfsCounters(dir string) map[string]int64 {
+	out := map[string]int64{}
 	b, err := os.ReadFile(filepath.Join(dir, ".shardfs", "stats"))
 	if err != nil {
-		return 0
+		return out
 	}
 	var samples []metrics.Sample
 	if json.Unmarshal(b, &samples) != nil {
-		return 0
+		return out
 	}
-	var sum float64
 	for _, s := range samples {
-		if s.Name == name {
-			sum += s.Value
-		}
+		out[s.Name] += int64(s.Value)
 	}
-	return int64(sum)
+	return out
 }
 
 func loadAvg() [3]float64 {

@@ -42,7 +42,6 @@ import (
 	"strings"
 	"sync"
 	"sync/atomic"
-	"time"
 
 	"github.com/shardfs/shardfs/cache"
 	"github.com/shardfs/shardfs/store"
@@ -194,15 +193,13 @@ func NewEngine(cfg Config, f Fetcher, sink Sink, log *slog.Logger) *Engine {
 // (failed.go) and forgotten, so that the next read retries.
 func (s *Engine) getEndedLocked(p *part, err error) {
 	s.sched.pumpLocked() // a GET slot is free (scheduleSlots)
-	id, r := objectID{p.o.obj.Key, p.o.obj.ETag}, Range{p.off, p.end}
+	if err == nil || p.live() {
+		s.parts.failed.note(objectID{p.o.obj.Key, p.o.obj.ETag}, Range{p.off, p.end}, err, s.closed)
+	}
 	if err == nil {
-		s.parts.failed.forget(id, r)
 		return
 	}
 	if p.live() {
-		if !s.closed {
-			s.parts.failed.add(id, r, err, time.Now())
-		}
 		s.stats.Errors++
 		s.log.Warn("prefetch: fetch failed", "key", p.o.obj.Key, "off", p.off, "end", p.end, "err", err)
 		s.removeLocked(p)

@@ -3,7 +3,6 @@ package prefetch
 import (
 	"context"
 	"fmt"
-	"time"
 
 	"github.com/shardfs/shardfs/store"
 )
@@ -63,14 +62,13 @@ func (s *Engine) readExact(ctx context.Context, obj store.Object, p []byte, off 
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.gets.fetchedLocked(n)
+	s.parts.failed.note(id, r, err, s.closed)
 	switch {
 	case err != nil && s.closed:
 		err = fmt.Errorf("prefetch %s: %w", obj.Key, ErrClosed)
 	case err != nil:
-		s.parts.failed.add(id, r, err, time.Now())
 		s.stats.Errors++
 	default:
-		s.parts.failed.forget(id, r)
 		s.stats.ServedBytes += int64(n)
 	}
 	return n, err

@@ -61,6 +61,18 @@ func (f *failedRanges) find(id objectID, r Range, now time.Time) error {
 	return nil
 }
 
+// note records how a GET over r of id ended: a failure is remembered,
+// unless the engine is closing (its GETs fail because it cancelled them),
+// and a success forgets what failed there.
+func (f *failedRanges) note(id objectID, r Range, err error, closing bool) {
+	switch {
+	case err == nil:
+		f.forget(id, r)
+	case !closing:
+		f.add(id, r, err, time.Now())
+	}
+}
+
 // forget drops what is remembered of r of id: a GET over it succeeded.
 func (f *failedRanges) forget(id objectID, r Range) {
 	if len(f.list) == 0 {

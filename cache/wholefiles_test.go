@@ -1,9 +1,7 @@
 package cache
 
 import (
-	"bytes"
 	"context"
-	"io"
 	"os"
 	"path/filepath"
 	"strings"
@@ -43,14 +41,7 @@ func mustMakeWhole(t *testing.T, c *Cache, o testObject) {
 func mustReadWhole(t *testing.T, c *Cache, o testObject) {
 	t.Helper()
 	f, ok := c.OpenWholeFile(o.obj)
-	if !ok {
-		t.Fatalf("%s: no whole-shard file", o.obj.Key)
-	}
-	defer f.Close()
-	got, err := io.ReadAll(f)
-	if err != nil || !bytes.Equal(got, o.data) {
-		t.Fatalf("%s: whole-shard file holds %d bytes (%v), not the shard's %d", o.obj.Key, len(got), err, len(o.data))
-	}
+	cachetest.MustHold(t, f, ok, o.obj.Key, o.data)
 }
 
 // wholePath is the file of o's version in the cache dir of cfg.

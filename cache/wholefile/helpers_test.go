@@ -1,15 +1,15 @@
 package wholefile
 
 import (
-	"bytes"
 	"context"
 	"crypto/sha256"
-	"io"
 	"log/slog"
 	"math/rand/v2"
 	"os"
 	"path/filepath"
 	"testing"
+
+	"github.com/shardfs/shardfs/cache/internal/cachetest"
 )
 
 // testShard is a shard with deterministic random content, and its name
@@ -77,14 +77,7 @@ func mustMake(t *testing.T, w *Tier, o testShard) {
 func mustReadWhole(t *testing.T, w *Tier, o testShard) {
 	t.Helper()
 	f, ok := w.OpenFile(o.s)
-	if !ok {
-		t.Fatalf("%s: no whole-shard file", o.s.Key)
-	}
-	defer f.Close()
-	got, err := io.ReadAll(f)
-	if err != nil || !bytes.Equal(got, o.data) {
-		t.Fatalf("%s: whole-shard file holds %d bytes (%v), not the shard's %d", o.s.Key, len(got), err, len(o.data))
-	}
+	cachetest.MustHold(t, f, ok, o.s.Key, o.data)
 }
 
 // mustNotOpen fails if OpenFile hands out o's file.

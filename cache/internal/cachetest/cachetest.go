@@ -1,7 +1,8 @@
 // Package cachetest holds what the tests of the cache packages share: a
 // child process of the test binary that says when it is ready (the crash
-// tests kill it), a file patched in place (the corruption tests), and a
-// log the tests read back.
+// tests kill it), a file patched in place (the corruption tests), the
+// check that an opened whole-shard file holds a shard's bytes, and a log
+// the tests read back.
 //
 // It is for tests only and never holds a test of its own.
 package cachetest
@@ -9,6 +10,7 @@ package cachetest
 import (
 	"bufio"
 	"bytes"
+	"io"
 	"log/slog"
 	"os"
 	"os/exec"
@@ -82,4 +84,18 @@ func (l *LogRecorder) String() string {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	return l.buf.String()
+}
+
+// MustHold fails the test unless the open of key's whole-shard file
+// succeeded (ok) and f holds exactly want; it closes f.
+func MustHold(t *testing.T, f *os.File, ok bool, key string, want []byte) {
+	t.Helper()
+	if !ok {
+		t.Fatalf("%s: no whole-shard file", key)
+	}
+	defer f.Close()
+	got, err := io.ReadAll(f)
+	if err != nil || !bytes.Equal(got, want) {
+		t.Fatalf("%s: whole-shard file holds %d bytes (%v), not the shard's %d", key, len(got), err, len(want))
+	}
 }

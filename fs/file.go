@@ -76,6 +76,9 @@ func (f *fileNode) Open(ctx context.Context, flags uint32) (gofs.FileHandle, uin
 		return h, fuse.FOPEN_DIRECT_IO, 0
 	}
 	h.fills = true
+	if lender, ok := h.readerFor().(BlockLender); ok {
+		lender.KeepsPages()
+	}
 	return h, fuse.FOPEN_KEEP_CACHE, 0
 }
 

@@ -18,20 +18,21 @@ import (
 //
 // Rules:
 //   - Only handles whose pages the kernel keeps (KeepPages, not passed
-//     through), and only for reads the read path calls random
-//     (BlockLender.FillBlock): a sequential reader's pages come from the
+//     through), and only blocks the read path names after a read
+//     (BlockLender.FillRange): the block of a small random read (a block
+//     holds many of them, and a fill copies the whole block into new
+//     pages, which costs about what the replies to its reads would: it
+//     pays when it saves many round trips, not when it saves three), and
+//     the blocks of a chunk fetched with a random read of an object larger
+//     than the cache (prefetch/exact.go), whose other reads would each
+//     fetch their own bytes. A sequential reader's pages come from the
 //     kernel's own read-ahead.
-//   - Only for small reads: at most a fillMinReads-th of a block. A fill
-//     copies the whole block into new pages, which costs about what the
-//     replies to its reads would; it pays when it saves many round trips
-//     (4 KiB reads: up to 255 a block), not when it saves three (256 KiB
-//     reads of 1 MiB blocks), where the copy costs the daemon more CPU
-//     than the round trips it saves and reads are no faster.
 //   - Each block of an inode is handed over at most once while the inode
 //     has open handles, so a fill costs at most the object's size in
 //     copies however the kernel evicts; a read of an evicted page comes to
 //     the daemon as before. The last release forgets what was filled.
-//   - A block is lent only if the cache holds it whole (never a GET).
+//   - A block is lent only from bytes the read path holds: the cache's, or
+//     a chunk's part in flight. A fill never starts a GET.
 //
 // Why a goroutine: the kernel holds the pages of a READ in flight locked,
 // and NOTIFY_STORE waits for each page's lock, so a fill written by the
@@ -44,32 +45,31 @@ import (
 // Lock order: inodeOpens.mu, then blockSet.mu (the last release resets
 // the set); pageFiller.mu is never held with either.
 
-// BlockLender is a Reader that lends whole cached blocks for fills
+// BlockLender is a Reader that lends whole blocks for fills
 // (prefetch.Reader satisfies it).
 type BlockLender interface {
-	// FillBlock returns the index of the block holding off when a read
-	// there by this handle is worth a fill.
-	FillBlock(off int64) (index int64, ok bool)
-	// LendBlock returns block index whole and its offset when the cache
-	// holds it: the cache's own bytes, or the block read into buf
-	// (BlockSize long).
+	// KeepsPages says the kernel keeps this handle's pages, so blocks
+	// lent for it reach them; called at open, before any read.
+	KeepsPages()
+	// FillRange returns the blocks [first, first+count) worth a fill
+	// after a read of n bytes at off by this handle; count 0: none.
+	FillRange(off int64, n int) (first, count int64)
+	// LendBlock returns block index whole and its offset when the read
+	// path holds it: the cache's own bytes, or the block read or copied
+	// into buf (BlockSize long).
 	LendBlock(index int64, buf []byte) (start int64, data []byte, ok bool)
 	// BlockSize is the size of the blocks named.
 	BlockSize() int64
 }
-
-// fillMinReads: a read is small enough to be worth a fill when a block
-// holds at least this many of it; the read path's SmallReadsPerBlock
-// (prefetch/exact.go), below which random reads fetch whole blocks.
-const fillMinReads = 8
 
 // maxFillBlocks bounds the set of one open inode (128 KiB): an object of
 // more blocks (a TiB at 1 MiB blocks) gets no fills.
 const maxFillBlocks = 1 << 20
 
 // fillQueueLen bounds the fills waiting for the filler: at most this many
-// blocks are copied behind the reads that asked for them.
-const fillQueueLen = 64
+// blocks are copied behind the reads that asked for them (a few chunks'
+// worth, prefetch.Config.PartSize).
+const fillQueueLen = 128
 
 // fill is one block to hand to the kernel.
 type fill struct {
@@ -115,26 +115,33 @@ func (p *pageFiller) stats() FillStats {
 	return FillStats{Blocks: p.filled.Load(), Bytes: p.bytes.Load(), Dropped: p.dropped.Load(), Failed: p.failed.Load()}
 }
 
-// offer queues a fill of the block holding a read of n bytes at off for
-// node, unless the read is not small (fillMinReads), the block was filled
-// already while the inode is open, or the queue is full.
+// offer queues fills of the blocks the lender names after a read of n
+// bytes at off for node, but for blocks filled already while the inode is
+// open; once the queue is full, the rest are dropped.
 func (p *pageFiller) offer(node *fileNode, lender BlockLender, off int64, n int) {
 	if p == nil {
 		return
 	}
-	bs := lender.BlockSize()
-	if int64(n)*fillMinReads > bs {
+	first, count := lender.FillRange(off, n)
+	if count <= 0 {
 		return
 	}
-	index, ok := lender.FillBlock(off)
-	if !ok || !node.fills.claim(index, bs, node.obj.Size) {
-		return
-	}
-	select {
-	case p.queue <- fill{node: node, lender: lender, index: index}:
-	default:
+	bs, queued := lender.BlockSize(), false
+	for index := first; index < first+count; index++ {
+		if !node.fills.claim(index, bs, node.obj.Size) {
+			continue
+		}
+		select {
+		case p.queue <- fill{node: node, lender: lender, index: index}:
+			queued = true
+			continue
+		default:
+		}
 		p.dropped.Add(1)
 		node.fills.unclaim(index) // a later read may offer it again
+		break
+	}
+	if !queued {
 		return
 	}
 	p.mu.Lock()

@@ -12,16 +12,33 @@ import (
 )
 
 // fakeLender lends blocks of content in blocks of bs, for random reads
-// only (random), and the blocks listed in cached.
+// only (random), and the blocks listed in cached. A read names its block
+// when it is small (fakeSmallReads of it in a block), and the blocks of
+// chunk [first, first+count) when it lands there, whatever its size, as
+// prefetch's Reader does.
 type fakeLender struct {
 	content []byte
 	bs      int64
 	random  bool
 	cached  map[int64]bool
+	chunk   [2]int64
 }
 
-func (l *fakeLender) FillBlock(off int64) (int64, bool) { return off / l.bs, l.random }
-func (l *fakeLender) BlockSize() int64                  { return l.bs }
+const fakeSmallReads = 8
+
+func (l *fakeLender) KeepsPages() {}
+func (l *fakeLender) FillRange(off int64, n int) (int64, int64) {
+	switch first, count := l.chunk[0], l.chunk[1]; {
+	case !l.random:
+		return 0, 0
+	case off/l.bs >= first && off/l.bs < first+count:
+		return first, count
+	case int64(n)*fakeSmallReads > l.bs:
+		return 0, 0
+	}
+	return off / l.bs, 1
+}
+func (l *fakeLender) BlockSize() int64 { return l.bs }
 func (l *fakeLender) LendBlock(index int64, buf []byte) (int64, []byte, bool) {
 	if !l.cached[index] {
 		return 0, nil, false
@@ -95,7 +112,7 @@ func TestAFillHandsTheWholeBlockOnce(t *testing.T) {
 
 	node.released() // the last handle: what was handed over is forgotten
 	node.opens.n = 1
-	p.offer(node, l, 0, bs/fillMinReads+1) // not small: the fill would cost what it saves
+	p.offer(node, l, 0, bs/fakeSmallReads+1) // not small: the fill would cost what it saves
 	l.random = false
 	p.offer(node, l, 3, 4) // a sequential reader
 	if got := stored(); len(got) != 0 {
@@ -151,5 +168,53 @@ func TestAFullFillQueueDropsAndForgets(t *testing.T) {
 	p.wait()
 	if got := made.Load(); got != fillQueueLen+2 {
 		t.Fatalf("%d fills made; want the first, the %d queued and the dropped one offered again", got, fillQueueLen)
+	}
+}
+
+// A read in a chunk the lender names hands over every block of the chunk,
+// whatever the read's size, each once; a chunk longer than the queue has
+// room for drops the rest and leaves them to later reads.
+func TestAFillHandsAChunksBlocks(t *testing.T) {
+	const bs = 64
+	blocks := int64(fillQueueLen + 8)
+	content := make([]byte, bs*blocks)
+	for i := range content {
+		content[i] = byte(i * 7)
+	}
+	l := &fakeLender{content: content, bs: bs, random: true, cached: map[int64]bool{}, chunk: [2]int64{2, 3}}
+	for i := range blocks {
+		l.cached[i] = true
+	}
+	node := &fileNode{obj: store.Object{Key: "a", Size: int64(len(content))}}
+	node.opens.n = 1
+	p, stored := recordingFiller()
+
+	p.offer(node, l, 3*bs+1, bs) // a whole block's read, in the chunk
+	got := stored()
+	if len(got) != 3 {
+		t.Fatalf("fills after a read in chunk [2, 5): %v; want its 3 blocks", got)
+	}
+	for i, f := range got {
+		if off := int64(2+i) * bs; f.off != off || !bytes.Equal(f.data, content[off:off+bs]) {
+			t.Fatalf("fill %d: %d bytes at %d; want block %d whole", i, len(f.data), f.off, 2+i)
+		}
+	}
+	p.offer(node, l, 4*bs, bs) // the chunk again: handed over already
+	if got := stored(); len(got) != 0 {
+		t.Fatalf("fills after a second read in the chunk: %v; want none", got)
+	}
+
+	// A chunk of more blocks than the queue holds: the queue takes what
+	// it has room for (the filler starts once the offer has queued them),
+	// the first block refused is dropped and may be offered again, and
+	// the blocks after it are not claimed either.
+	l.chunk = [2]int64{5, fillQueueLen + 2}
+	p.offer(node, l, 5*bs, 1)
+	if got, s := stored(), p.stats(); len(got) != fillQueueLen || s.Dropped != 1 {
+		t.Fatalf("a chunk of %d blocks offered to a queue of %d: %d filled, %d dropped; want %d filled, 1 dropped", fillQueueLen+2, fillQueueLen, len(got), s.Dropped, fillQueueLen)
+	}
+	p.offer(node, l, 5*bs, 1) // the chunk read again: the two left
+	if got := stored(); len(got) != 2 || got[0].off != (5+fillQueueLen)*bs {
+		t.Fatalf("the chunk offered again: %v; want its last 2 blocks", got)
 	}
 }

@@ -7,7 +7,7 @@ import (
 	"github.com/shardfs/shardfs/store"
 )
 
-// Exact reads.
+// Random reads of objects larger than the cache.
 //
 // A random read fetches the blocks it touches, so that the block's other
 // reads find it in the cache. That pays only while the block stays there
@@ -19,32 +19,123 @@ import (
 // says so for the same reason), so its rest is never fetched either.
 //
 // A random read of such an object that is not small (more than a
-// BlockSize/SmallReadsPerBlock) is therefore fetched exactly: one GET of
-// its own bytes, straight into the reader's buffer, cached nowhere, unless
-// a part already covers one of its blocks (a read-ahead or an earlier
-// read's part in flight), which serves it as before. Small reads still
-// fetch whole blocks: a block holds many of them, which arrive close
-// together, and the mount hands the block to the page cache (fs's
-// page-cache fills use the same SmallReadsPerBlock).
+// BlockSize/SmallReadsPerBlock) and that no part covers (a read-ahead, or
+// an earlier read's part in flight, serves it as before) is fetched one of
+// two ways:
+//
+//   - Exactly: one GET of its own bytes, straight into the reader's
+//     buffer, cached nowhere. This is the first read of its chunk (a
+//     PartSize-aligned run of blocks): a reader that looks up a few
+//     records in a huge file fetches what it reads and no more.
+//   - With the rest of its chunk, when the handle's pages are kept by the
+//     page cache (Reader.KeepsPages) and an earlier read of the object
+//     landed in the same chunk: the reader is going through the object,
+//     not looking things up in it. One GET runs from the read's block to
+//     the end of the chunk (or to the first block already fetched so);
+//     the read is answered from its first bytes, and the mount hands the
+//     part's blocks to the page cache as they arrive (lend.go), where the
+//     chunk's other reads find them without reaching the daemon. The page
+//     cache, not the RAM tier, keeps them: it is the one tier whose size
+//     is the machine's free memory, and the bytes are there already for
+//     every other reader of the file. Each block is fetched so at most
+//     once while the object has open streams; a read of one that the
+//     kernel has since evicted is fetched exactly.
+//
+// Small reads still fetch whole blocks: a block holds many of them, which
+// arrive close together, and the mount hands the block to the page cache.
 
 // SmallReadsPerBlock: a read is small when a block holds at least this many
 // of it.
 const SmallReadsPerBlock = 8
 
-// exactLocked reports whether st's read r, which its policy has just
-// planned, is fetched exactly.
-func (s *Engine) exactLocked(st *Stream, plan Plan, r Range) bool {
-	bs := s.cfg.BlockSize
+// maxChunkedBlocks bounds the record of one object's chunk reads (two
+// bits a block: 256 KiB at 1 MiB blocks, a TiB); an object of more blocks
+// is always read exactly.
+const maxChunkedBlocks = 1 << 20
+
+// largeRead is how a random read of an object larger than the cache is
+// fetched.
+type largeRead uint8
+
+const (
+	// throughParts: not such a read, or a part covers it; the stream's
+	// parts serve it.
+	throughParts largeRead = iota
+	// exactly: one GET of its own bytes.
+	exactly
+	// withChunk: through a part that runs on to the end of its chunk,
+	// lent to the page cache.
+	withChunk
+)
+
+// chunkReads records, for an object larger than the cache, which chunks
+// random reads landed in and which blocks were fetched with a chunk.
+type chunkReads struct {
+	touched bitset // by chunk
+	fetched bitset // by block
+}
+
+// largeReadLocked reports how st's read r, which its policy has just
+// planned, is fetched; for withChunk, the range of blocks to fetch, which
+// holds r's first block.
+func (s *Engine) largeReadLocked(st *Stream, plan Plan, r Range) (largeRead, Range) {
+	bs, ps := s.cfg.BlockSize, s.cfg.PartSize
 	if plan.Sequential || r.Len()*SmallReadsPerBlock <= bs || s.cache == nil ||
 		st.obj.Size <= s.cache.Room() || s.sched.namesLocked(st.o) {
-		return false
+		return throughParts, Range{}
 	}
-	for b := r.Start / bs; b*bs < r.End; b++ {
+	first, last := r.Start/bs, (r.End-1)/bs
+	for b := first; b <= last; b++ {
 		if s.parts.partAt(st.o, b*bs) != nil {
-			return false
+			return throughParts, Range{}
 		}
 	}
-	return true
+	blocks := (st.obj.Size + bs - 1) / bs
+	if !st.keepsPages || blocks > maxChunkedBlocks {
+		return exactly, Range{}
+	}
+	if st.o.chunks == nil {
+		st.o.chunks = &chunkReads{touched: newBitset((blocks*bs + ps - 1) / ps), fetched: newBitset(blocks)}
+	}
+	c := st.o.chunks
+	chunk := r.Start / ps
+	if c.touched.set(chunk) || c.fetched.any(first, last+1) {
+		// The chunk's first read, or one whose block the page cache
+		// had and lost.
+		return exactly, Range{}
+	}
+	end := last + 1
+	for chunkEnd := min((chunk+1)*ps/bs, blocks); end < chunkEnd && !c.fetched.has(end) && s.parts.partAt(st.o, end*bs) == nil; end++ {
+	}
+	return withChunk, Range{first * bs, min(end*bs, st.obj.Size)}
+}
+
+// chunkLocked makes the parts over chunk for st's read r (largeReadLocked),
+// each lent to the page cache, and records their blocks as fetched. A part
+// the budget has no room for is left to the read's own pin, which waits
+// for room.
+func (s *Engine) chunkLocked(st *Stream, chunk, r Range) {
+	bs := s.cfg.BlockSize
+	for pos := chunk.Start; pos < chunk.End; {
+		gap, fromRing := s.partSource(st.o, pos, chunk.End, false)
+		if gap.Empty() {
+			pos = gap.End + bs
+			continue
+		}
+		if !s.budget.fits(s.cfg.chargeOf(gap)) {
+			return
+		}
+		read := Range{max(r.Start, gap.Start), min(r.End, gap.End)}
+		if read.Empty() {
+			read = Range{}
+		}
+		p := s.newPartLocked(st.o, gap, read, fromRing, forChunk)
+		s.holdLocked(st, p)
+		st.lendLocked(p)
+		st.o.chunks.fetched.setRange(gap.Start/bs, (gap.End+bs-1)/bs)
+		s.stats.ChunkReads++
+		pos = gap.End
+	}
 }
 
 // readExact fetches len(p) bytes of obj at off into p with one GET (the
@@ -72,4 +163,38 @@ func (s *Engine) readExact(ctx context.Context, obj store.Object, p []byte, off 
 		s.stats.ServedBytes += int64(n)
 	}
 	return n, err
+}
+
+// bitset is a fixed number of bits.
+type bitset []uint64
+
+func newBitset(n int64) bitset { return make(bitset, (n+63)/64) }
+
+func (b bitset) has(i int64) bool {
+	return i >= 0 && i/64 < int64(len(b)) && b[i/64]&(1<<(i%64)) != 0
+}
+
+// set sets bit i and reports whether it was clear; false out of range.
+func (b bitset) set(i int64) bool {
+	if i < 0 || i/64 >= int64(len(b)) || b.has(i) {
+		return false
+	}
+	b[i/64] |= 1 << (i % 64)
+	return true
+}
+
+func (b bitset) setRange(from, to int64) {
+	for i := from; i < to; i++ {
+		b.set(i)
+	}
+}
+
+// any reports whether a bit in [from, to) is set.
+func (b bitset) any(from, to int64) bool {
+	for i := from; i < to; i++ {
+		if b.has(i) {
+			return true
+		}
+	}
+	return false
 }

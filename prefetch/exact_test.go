@@ -62,3 +62,114 @@ func TestRandomReadsOfAnObjectLargerThanTheCacheAreExact(t *testing.T) {
 		})
 	}
 }
+
+// One random pass of 256 KiB reads over the whole of an object larger than
+// the cache, by a handle whose pages the kernel keeps (fio's randread-256k
+// through the mount): the first read of each chunk is exact, a later one
+// fetches the rest of its chunk and names its blocks for the page cache,
+// and every block lent holds the object's bytes. The emulated page cache
+// then serves the chunk's other reads. The store is asked for the object
+// about once, in far fewer GETs than there are reads, and every part lent
+// is let go.
+func TestARandomPassOverAnObjectLargerThanTheCacheFetchesChunksForThePageCache(t *testing.T) {
+	const bs, read = 1 << 20, 256 << 10
+	c := newRingCache(t, bs, 16*bs)
+	f := &fakeFetcher{}
+	s := newTestEngine(t, DefaultConfig(), f, c)
+	obj := fakeObject("chunked", 512*bs)
+	if c.Room() >= obj.Size {
+		t.Fatalf("cache room %d, want less than the %d-byte object", c.Room(), obj.Size)
+	}
+	var offs []int64
+	for off := int64(read); off < obj.Size; off += read { // not 0, where a stream starts
+		offs = append(offs, off)
+	}
+	rand.New(rand.NewPCG(3, 9)).Shuffle(len(offs), func(i, j int) { offs[i], offs[j] = offs[j], offs[i] })
+
+	r := s.OpenReader(obj, false, 0)
+	r.KeepsPages()
+	pages := map[int64]bool{} // blocks the emulated page cache holds
+	buf, blockBuf := make([]byte, read), make([]byte, bs)
+	reads := 0
+	for _, off := range offs {
+		if pages[off/bs] {
+			continue // served by the kernel: no READ reaches the daemon
+		}
+		reads++
+		n, _, err := r.ReadAt(testContext(t), buf, off)
+		if err != nil || !bytes.Equal(buf[:n], wantBytes(obj, off, read)) {
+			t.Fatalf("read at %d: %d bytes, err %v; not the object's bytes", off, n, err)
+		}
+		first, count := r.FillRange(off, n)
+		for index := first; index < first+count; index++ {
+			start, data, ok := r.LendBlock(index, blockBuf)
+			if !ok {
+				t.Fatalf("block %d, named for a fill after the read at %d, was not lent", index, off)
+			}
+			if start != index*bs || !bytes.Equal(data, wantBytes(obj, start, bs)) {
+				t.Fatalf("block %d lent for the page cache: %d bytes at %d, not the object's bytes", index, len(data), start)
+			}
+			pages[index] = true
+		}
+	}
+	r.Close()
+	st := settledStats(t, s)
+	asked, gets := f.askedBytes.Load(), f.gets.Load()
+	t.Logf("%d reads of %d reaching the daemon, %d GETs (%d exact, %d chunk parts), %d MiB asked of a %d MiB object",
+		reads, len(offs), gets, st.ExactReads, st.ChunkReads, asked>>20, obj.Size>>20)
+	if st.ChunkReads == 0 || asked > obj.Size+obj.Size/8 || gets*4 > int64(len(offs)) {
+		t.Errorf("a random pass of %d reads: %d GETs, %d bytes asked; want at most %d bytes (the object and an eighth) in at most a quarter as many GETs as reads",
+			len(offs), gets, asked, obj.Size+obj.Size/8)
+	}
+	if st.InUseBytes != 0 || st.ReadPins != 0 {
+		t.Errorf("after Close: %d bytes of budget in use, %d read pins; want none: a lent part was kept", st.InUseBytes, st.ReadPins)
+	}
+}
+
+// A handle whose pages the kernel does not keep (--page-cache direct)
+// never fetches a chunk's rest: nothing would keep it.
+func TestRandomReadsWithoutPageCacheStayExact(t *testing.T) {
+	const bs, read = 1 << 20, 256 << 10
+	c := newRingCache(t, bs, 16*bs)
+	f := &fakeFetcher{}
+	s := newTestEngine(t, DefaultConfig(), f, c)
+	obj := fakeObject("direct", 512*bs)
+	r := s.OpenReader(obj, false, 0)
+	buf := make([]byte, read)
+	for _, off := range []int64{20 * read, 3 * read, 17 * read, 9 * read} { // all in chunk 0
+		if _, _, err := r.ReadAt(testContext(t), buf, off); err != nil {
+			t.Fatal(err)
+		}
+		if _, count := r.FillRange(off, read); count != 0 {
+			t.Fatalf("read at %d names %d blocks for a fill; want none for a 256 KiB read", off, count)
+		}
+	}
+	r.Close()
+	if st := settledStats(t, s); st.ChunkReads != 0 || f.askedBytes.Load() != 4*read {
+		t.Errorf("4 reads of %d bytes in one chunk: %d chunk parts, %d bytes asked; want none, exactly the bytes read", read, st.ChunkReads, f.askedBytes.Load())
+	}
+}
+
+// A handle closed before the fills took a chunk's blocks lets go of its
+// part: its budget comes back.
+func TestClosingAHandleLetsGoOfChunksNotLent(t *testing.T) {
+	const bs, read = 1 << 20, 256 << 10
+	c := newRingCache(t, bs, 16*bs)
+	s := newTestEngine(t, DefaultConfig(), &fakeFetcher{}, c)
+	obj := fakeObject("unlent", 512*bs)
+	r := s.OpenReader(obj, false, 0)
+	r.KeepsPages()
+	buf := make([]byte, read)
+	for _, off := range []int64{20 * read, 3 * read} { // the second read in chunk 0 fetches its rest
+		if _, _, err := r.ReadAt(testContext(t), buf, off); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if _, count := r.FillRange(3*read, read); count == 0 {
+		t.Fatal("the second read in a chunk named no blocks for the page cache")
+	}
+	r.Close()
+	if st := settledStats(t, s); st.ChunkReads != 1 || st.InUseBytes != 0 {
+		t.Errorf("a handle closed with a chunk not lent: %d chunk parts, %d bytes of budget in use; want 1 part, none in use", st.ChunkReads, st.InUseBytes)
+	}
+}

@@ -288,8 +288,8 @@ func (g *getPool) get(ctx context.Context, p *part, ringPlace cache.Placement) {
 		return
 	}
 	place := p.why.placement()
-	if g.sink == nil || fromRing == want || g.sinkLagsLocked(p, place) {
-		if g.sink != nil && fromRing < want {
+	if g.sink == nil || !p.why.toCache() || fromRing == want || g.sinkLagsLocked(p, place) {
+		if g.sink != nil && p.why.toCache() && fromRing < want {
 			g.stats.SinkSkippedBytes += want - fromRing
 		}
 		g.release(p)

@@ -54,6 +54,9 @@ type object struct {
 	reads  uint64
 	heads  int
 	parked []*part
+	// chunks records the chunk reads of an object larger than the cache
+	// (exact.go); nil until its first.
+	chunks *chunkReads
 }
 
 // part is one ranged GET: a run of whole blocks (the last may be short at

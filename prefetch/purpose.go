@@ -42,10 +42,14 @@ const (
 	// the budget, run on to the end of its PartSize part; kept until its
 	// bytes are in the cache, keeping no range (widensLocked).
 	forScheduleWhole
+	// forChunk: a random read of an object larger than the cache and the
+	// rest of its chunk, lent to the page cache as it arrives (exact.go);
+	// no cache tier keeps it.
+	forChunk
 	numPurposes
 )
 
-var purposeNames = [...]string{"random read", "missed read", "stream read", "window", "next shard", "hint", "dense rest", "schedule", "schedule whole"}
+var purposeNames = [...]string{"random read", "missed read", "stream read", "window", "next shard", "hint", "dense rest", "schedule", "schedule whole", "chunk"}
 
 func (p purpose) String() string { return purposeNames[p] }
 
@@ -62,6 +66,10 @@ func (p purpose) placement() cache.Placement {
 	}
 	return cache.ForRandomRead
 }
+
+// toCache reports whether the cache is offered the part's bytes: not a
+// chunk's, which the page cache keeps (exact.go).
+func (p purpose) toCache() bool { return p != forChunk }
 
 // ringPlacement is what reading a part's blocks from the ring does with
 // them: a dense object's rest and the schedule's parts are copied into
@@ -83,7 +91,7 @@ func (p purpose) keptUntilCached() bool {
 // forRead reports whether the part was made for a read that waited on it,
 // not fetched ahead of any read.
 func (p purpose) forRead() bool {
-	return p == forRandomRead || p == forMissedRead || p == forStreamRead
+	return p == forRandomRead || p == forMissedRead || p == forStreamRead || p == forChunk
 }
 
 // speculative reports whether the part was fetched for an object nobody
@@ -97,7 +105,7 @@ func (p purpose) scheduled() bool { return p == forSchedule || p == forScheduleW
 // class is the budget class a part is charged to.
 func (p purpose) class() budgetClass {
 	switch p {
-	case forRandomRead, forMissedRead, forStreamRead:
+	case forRandomRead, forMissedRead, forStreamRead, forChunk:
 		return classRead
 	case forWindow:
 		return classWindow

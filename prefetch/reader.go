@@ -22,6 +22,8 @@ type Reader struct {
 	stream *Stream    // opened on the first read that needs it
 	closed bool
 	fills  bool // FillCache was called: counted in the engine's fillers until Close
+	// keepsPages: the kernel keeps the handle's pages (KeepsPages, lend.go)
+	keepsPages bool
 
 	last lastBlock // the cache block the previous cache hit read
 }
@@ -96,6 +98,11 @@ func (r *Reader) openStream() *Stream {
 	defer r.mu.Unlock()
 	if r.stream == nil && !r.closed {
 		r.stream = r.s.OpenBy(r.obj, r.opener)
+		if r.keepsPages {
+			r.s.mu.Lock()
+			r.stream.keepsPages = true
+			r.s.mu.Unlock()
+		}
 	}
 	return r.stream
 }

@@ -36,6 +36,7 @@ type ReadStats struct {
 	Evicted               int64 // parts dropped to make room for another read
 	Errors                int64 // GETs that failed
 	ExactReads            int64 // random reads of objects larger than the cache fetched with a GET of their own bytes (exact.go)
+	ChunkReads            int64 // parts made for such reads that run on to the end of their chunk, lent to the page cache (exact.go)
 	DenseObjects          int64 // objects random reads used densely enough to fetch the rest in the background
 	DenseParts            int64 // parts fetched (or read from the ring) for them
 }

@@ -29,6 +29,13 @@ type Stream struct {
 	heldBytes int64
 	closed    bool
 
+	// keepsPages: the kernel keeps the handle's pages, and the parts of
+	// chunk reads are lent to them (Reader.KeepsPages, exact.go); lent
+	// are those parts, pinned until their blocks are lent (lend.go).
+	keepsPages bool
+	lent       []*lentPart
+	lending    atomic.Int32 // len(lent), for reads that do not take s.mu
+
 	// sequential is policy.Sequential() as of the policy's last read, for
 	// Sequential, which a read asks before it takes s.mu (readsRandomly).
 	sequential atomic.Bool
@@ -135,7 +142,8 @@ func (st *Stream) read(ctx context.Context, p []byte, off int64, inPlace bool) (
 	}
 	plan := st.policy.Read(off, end-off)
 	st.sequential.Store(plan.Sequential)
-	if s.exactLocked(st, plan, Range{off, end}) {
+	switch how, chunk := s.largeReadLocked(st, plan, Range{off, end}); how {
+	case exactly:
 		s.applyLocked(st, plan, end-off, Range{}) // the policy's other plans: what it lets go, its next block
 		s.mu.Unlock()
 		n, err := s.readExact(ctx, st.obj, p[:end-off], off)
@@ -143,8 +151,12 @@ func (st *Stream) read(ctx context.Context, p []byte, off int64, inPlace bool) (
 			err = eof
 		}
 		return p[:n], false, nil, err
+	case withChunk:
+		s.applyLocked(st, plan, end-off, Range{})
+		s.chunkLocked(st, chunk, Range{off, end})
+	default:
+		s.applyLocked(st, plan, end-off, Range{off, end})
 	}
-	s.applyLocked(st, plan, end-off, Range{off, end})
 	s.sched.readLocked(st.obj, Range{off, end})
 	s.mu.Unlock()
 
@@ -208,6 +220,9 @@ func (st *Stream) Close() {
 		return
 	}
 	st.closed = true
+	for len(st.lent) > 0 {
+		st.unlendLocked(st.lent[0])
+	}
 	for p := range st.held {
 		s.dropLocked(st, p)
 	}

@@ -86,6 +86,7 @@ func registerPrefetchMetrics(m *metrics.Metrics, s *prefetch.Engine) {
 	m.CounterFunc("shardfs_prefetch_cancelled_total", "Parts dropped before their GET finished.", stat(func(s prefetch.Stats) float64 { return float64(s.Cancelled) }))
 	m.CounterFunc("shardfs_prefetch_evicted_total", "Prefetched parts dropped to make room for another read.", stat(func(s prefetch.Stats) float64 { return float64(s.Evicted) }))
 	m.CounterFunc("shardfs_prefetch_exact_reads_total", "Random reads of objects larger than the whole cache fetched with a GET of their own bytes, cached nowhere: their blocks would be pushed out before the blocks' other reads came.", stat(func(s prefetch.Stats) float64 { return float64(s.ExactReads) }))
+	m.CounterFunc("shardfs_prefetch_chunk_reads_total", "Parts made for random reads of objects larger than the whole cache that run on to the end of their chunk, an earlier read having landed there; their blocks are handed to the page cache as they arrive.", stat(func(s prefetch.Stats) float64 { return float64(s.ChunkReads) }))
 	m.CounterFunc("shardfs_prefetch_dense_objects_total", "Objects random reads used densely (a map-style epoch), whose rest was then fetched in the background.", stat(func(s prefetch.Stats) float64 { return float64(s.DenseObjects) }))
 	m.CounterFunc("shardfs_prefetch_dense_parts_total", "Background parts fetched (or read from the ring) for objects read densely.", stat(func(s prefetch.Stats) float64 { return float64(s.DenseParts) }))
 	m.CounterFunc("shardfs_prefetch_schedule_ranges_total", "Ranges of loaders' sample schedules queued.", stat(func(s prefetch.Stats) float64 { return float64(s.ScheduledRanges) }))
@@ -122,10 +123,10 @@ func registerOpenMetrics(m *metrics.Metrics, root *shardfs.Root) {
 	m.GaugeFunc("shardfs_open_shards", "Shard handles open now (the kernel has not released them).", func() float64 { return float64(root.OpenShards()) })
 	m.CounterFunc("shardfs_daemon_opens_total", "Opens of shards whose reads the daemon serves.", func() float64 { _, d := root.OpenStats(); return float64(d) })
 	fills := statsOf(root.FillStats)
-	m.CounterFunc("shardfs_page_cache_fills_total", "Cached blocks handed whole to the kernel's page cache after a random read landed in them; their other reads never reach the daemon.", fills(func(s shardfs.FillStats) float64 { return float64(s.Blocks) }))
+	m.CounterFunc("shardfs_page_cache_fills_total", "Blocks handed whole to the kernel's page cache after a random read landed in them (cached blocks, or a chunk fetched with the read); their other reads never reach the daemon.", fills(func(s shardfs.FillStats) float64 { return float64(s.Blocks) }))
 	m.CounterFunc("shardfs_page_cache_fill_bytes_total", "Bytes of the blocks handed to the kernel's page cache.", fills(func(s shardfs.FillStats) float64 { return float64(s.Bytes) }))
 	m.CounterFunc("shardfs_page_cache_fills_dropped_total", "Fills not made because the fill queue was full (the reads went to the daemon).", fills(func(s shardfs.FillStats) float64 { return float64(s.Dropped) }))
-	m.CounterFunc("shardfs_page_cache_fills_failed_total", "Fills not made because the cache did not hold the block whole when the filler came to it (a later read may offer it again) or the kernel refused it.", fills(func(s shardfs.FillStats) float64 { return float64(s.Failed) }))
+	m.CounterFunc("shardfs_page_cache_fills_failed_total", "Fills not made because neither the cache nor a chunk's part held the block whole when the filler came to it (a later read may offer it again) or the kernel refused it.", fills(func(s shardfs.FillStats) float64 { return float64(s.Failed) }))
 }
 
 // registerIndexMetrics exposes where member indexes came from.

@@ -39,7 +39,10 @@ import (
 //     is the machine's free memory, and the bytes are there already for
 //     every other reader of the file. Each block is fetched so at most
 //     once while the object has open streams; a read of one that the
-//     kernel has since evicted is fetched exactly.
+//     kernel has since evicted (or never got) is fetched exactly. When
+//     such reads keep coming (a page cache too small for the object), the
+//     object's reads are all exact from then on: the guesses are not
+//     used.
 //
 // Small reads still fetch whole blocks: a block holds many of them, which
 // arrive close together, and the mount hands the block to the page cache.
@@ -73,7 +76,20 @@ const (
 type chunkReads struct {
 	touched bitset // by chunk
 	fetched bitset // by block
+	// made counts the chunk parts made, lost the reads of blocks fetched
+	// so that reached the engine all the same.
+	made, lost int
 }
+
+// minChunksJudged: the lost reads before they can stop chunk reads of an
+// object (a fill the queue dropped, or a read that came between a part's
+// end and its fill, loses one now and then).
+const minChunksJudged = 8
+
+// used reports whether the object's chunks are being read from the page
+// cache: not when reads of their blocks keep coming back, more than one
+// for every four chunks fetched.
+func (c *chunkReads) used() bool { return c.lost < minChunksJudged || c.lost*4 <= c.made }
 
 // largeReadLocked reports how st's read r, which its policy has just
 // planned, is fetched; for withChunk, the range of blocks to fetch, which
@@ -99,10 +115,12 @@ func (s *Engine) largeReadLocked(st *Stream, plan Plan, r Range) (largeRead, Ran
 	}
 	c := st.o.chunks
 	chunk := r.Start / ps
-	if c.touched.set(chunk) || c.fetched.any(first, last+1) {
-		// The chunk's first read, or one whose block the page cache
-		// had and lost.
+	if c.fetched.any(first, last+1) {
+		c.lost++ // the page cache had it and lost it, or never got it
 		return exactly, Range{}
+	}
+	if c.touched.set(chunk) || !c.used() {
+		return exactly, Range{} // the chunk's first read
 	}
 	end := last + 1
 	for chunkEnd := min((chunk+1)*ps/bs, blocks); end < chunkEnd && !c.fetched.has(end) && s.parts.partAt(st.o, end*bs) == nil; end++ {
@@ -133,6 +151,7 @@ func (s *Engine) chunkLocked(st *Stream, chunk, r Range) {
 		s.holdLocked(st, p)
 		st.lendLocked(p)
 		st.o.chunks.fetched.setRange(gap.Start/bs, (gap.End+bs-1)/bs)
+		st.o.chunks.made++
 		s.stats.ChunkReads++
 		pos = gap.End
 	}

@@ -173,3 +173,41 @@ func TestClosingAHandleLetsGoOfChunksNotLent(t *testing.T) {
 		t.Errorf("a handle closed with a chunk not lent: %d chunk parts, %d bytes of budget in use; want 1 part, none in use", st.ChunkReads, st.InUseBytes)
 	}
 }
+
+// A page cache that keeps nothing of what it is handed (far smaller than
+// the object): the reads of blocks fetched with chunks keep reaching the
+// engine, and once they outnumber the chunks, the object's reads are all
+// exact; the store is not asked for chunk after chunk that nobody reads.
+func TestChunksStopWhenThePageCacheLosesThem(t *testing.T) {
+	const bs, read = 1 << 20, 256 << 10
+	c := newRingCache(t, bs, 16*bs)
+	f := &fakeFetcher{}
+	s := newTestEngine(t, DefaultConfig(), f, c)
+	obj := fakeObject("lost", 512*bs)
+	var offs []int64
+	for off := int64(read); off < obj.Size; off += read {
+		offs = append(offs, off)
+	}
+	rand.New(rand.NewPCG(4, 2)).Shuffle(len(offs), func(i, j int) { offs[i], offs[j] = offs[j], offs[i] })
+	r := s.OpenReader(obj, false, 0)
+	r.KeepsPages()
+	buf, blockBuf := make([]byte, read), make([]byte, bs)
+	for _, off := range offs {
+		n, _, err := r.ReadAt(testContext(t), buf, off)
+		if err != nil || !bytes.Equal(buf[:n], wantBytes(obj, off, read)) {
+			t.Fatalf("read at %d: %d bytes, err %v; not the object's bytes", off, n, err)
+		}
+		first, count := r.FillRange(off, n)
+		for index := first; index < first+count; index++ {
+			r.LendBlock(index, blockBuf) // handed over, and forgotten at once
+		}
+	}
+	r.Close()
+	st := settledStats(t, s)
+	asked := f.askedBytes.Load()
+	t.Logf("%d reads: %d chunk parts, %d exact reads, %d MiB asked of a %d MiB object", len(offs), st.ChunkReads, st.ExactReads, asked>>20, obj.Size>>20)
+	if st.ChunkReads > 4*minChunksJudged || asked > obj.Size+obj.Size/4 {
+		t.Errorf("a random pass whose page cache keeps nothing: %d chunk parts, %d bytes asked; want chunks to stop within %d, at most 1.25 × the object asked",
+			st.ChunkReads, asked, 4*minChunksJudged)
+	}
+}

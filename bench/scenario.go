@@ -305,6 +305,24 @@ func ParseSize(s string) (int64, error) {
 	return int64(n), nil
 }
 
+// Only keeps the workloads named, in file order; a name the scenario does
+// not have is an error.
+func (s *Scenario) Only(names []string) error {
+	var kept []Workload
+	for _, name := range names {
+		if !slices.ContainsFunc(s.Workloads, func(w Workload) bool { return w.Name == name }) {
+			return fmt.Errorf("scenario %s has no workload %q", s.Name, name)
+		}
+	}
+	for _, w := range s.Workloads {
+		if slices.Contains(names, w.Name) {
+			kept = append(kept, w)
+		}
+	}
+	s.Workloads = kept
+	return nil
+}
+
 // Expand lists the runs in the order the driver takes them: round by
 // round; within a round, store, workload and sweep value in file order;
 // at each point every system once, starting one later each round so that

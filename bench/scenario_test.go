@@ -57,6 +57,28 @@ func TestExpandInterleavesSystemsRoundByRound(t *testing.T) {
 	}
 }
 
+// Only keeps the workloads named and refuses a name the scenario lacks.
+func TestOnlyKeepsTheNamedWorkloads(t *testing.T) {
+	s, err := ParseScenario([]byte(twoStores), false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Only([]string{"seq"}); err != nil {
+		t.Fatal(err)
+	}
+	var got []string
+	for _, r := range s.Expand() {
+		got = append(got, fmt.Sprintf("%d %s %s %s", r.Round, r.Store, r.Workload.Name, r.System.Name))
+	}
+	want := []string{"1 loopback seq shardfs", "1 loopback seq direct", "2 loopback seq direct", "2 loopback seq shardfs"}
+	if !slices.Equal(got, want) {
+		t.Errorf("runs of workload seq alone:\n%s\nwant:\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
+	}
+	if err := s.Only([]string{"au2"}); err == nil || !strings.Contains(err.Error(), `no workload "au2"`) {
+		t.Errorf("Only of a workload the scenario lacks: %v; want an error naming it", err)
+	}
+}
+
 func TestExpandSetsTheSweptParameterPerRun(t *testing.T) {
 	s, err := ParseScenario([]byte(twoStores), false)
 	if err != nil {

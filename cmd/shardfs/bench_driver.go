@@ -27,6 +27,7 @@ func benchRunCommand() *cli.Command {
 			&cli.StringFlag{Name: "out", Usage: "results, logs, mountpoint and cache dirs (default .work/bench/TIME)"},
 			&cli.BoolFlag{Name: "smoke", Usage: "apply each scenario's smoke settings: tiny data, one round, seconds per run"},
 			&cli.BoolFlag{Name: "dry-run", Usage: "list the runs in order and stop"},
+			&cli.StringSliceFlag{Name: "workload", Usage: "run only this workload of each scenario (repeat for more)"},
 			&cli.StringFlag{Name: "root", Value: ".", Usage: "the source tree (scripts/, bench/, .tools/bin)"},
 			&cli.StringFlag{Name: "python", Value: "/usr/bin/python3", Usage: "the interpreter with torch (Debian's)"},
 			&cli.StringFlag{Name: "lock", Value: "/tmp/shardfs-bench.lock", Usage: "lock held for the whole run"},
@@ -45,6 +46,11 @@ func runBenchDriver(c *cli.Context) error {
 		s, err := bench.LoadScenario(path, c.Bool("smoke"))
 		if err != nil {
 			return err
+		}
+		if only := c.StringSlice("workload"); len(only) > 0 {
+			if err := s.Only(only); err != nil {
+				return err
+			}
 		}
 		scenarios = append(scenarios, s)
 	}

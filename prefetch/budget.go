@@ -44,6 +44,13 @@ func (b *budget) share(held int64) int64 {
 	return b.limit / int64(max(n, 1))
 }
 
+// shareFits reports whether a stream holding held bytes may hold size more
+// of read-ahead (the window class): within its share, while no read
+// waits for room.
+func (b *budget) shareFits(held, size int64) bool {
+	return b.waiting == 0 && b.fits(size) && held+size <= b.share(held)
+}
+
 // notify wakes every read waiting for budget.
 func (b *budget) notify() {
 	close(b.released)
@@ -84,63 +91,36 @@ func (b *budget) addHeld(heldBytes *int64, delta int64) {
 }
 
 // evictOneLocked drops one part that no read is using, to make room for a
-// read by requester, and reports whether it found one. In order: the
-// furthest part of the stream holding the most, if that is over its share;
-// then the newest prefetch for an object not open; then the part made
-// last for a loader's schedule that no stream holds; then the furthest part
-// of the stream holding the most, whatever it holds.
+// read by requester, and reports whether it found one. It asks the owner
+// of each kind of part for its victim, in this order:
+//
+//  1. the window: the furthest part of the stream holding the most, if
+//     that is more than requester's fair share (budget.share): what a
+//     stream holds beyond its share is taken before any other producer,
+//     which keeps within its own cap, loses a part;
+//  2. the next shards and hints (nextShards): the newest start prefetched
+//     for an object nobody has open, a guess;
+//  3. the schedule: the part made last for it, whose ranges are read last;
+//  4. the window again: the furthest part of the stream holding the most,
+//     whatever it holds.
+//
+// A dense object's rest is never a victim (denseRest), nor is a part a
+// read waits on or copies from.
 func (s *Engine) evictOneLocked(requester *Stream) bool {
-	richest, furthest := s.registry.richest()
-	if furthest != nil && richest.heldBytes > s.budget.share(requester.heldBytes) {
-		s.evictLocked(furthest)
-		return true
+	p := s.window.victimLocked(s.budget.share(requester.heldBytes))
+	if p == nil {
+		p = s.next.victimLocked()
 	}
-	for i := len(s.parts.spec) - 1; i >= 0; i-- {
-		if p := s.parts.spec[i]; p.pins == 0 {
-			s.evictLocked(p)
-			return true
-		}
+	if p == nil {
+		p = s.sched.victimLocked()
 	}
-	if p := s.sched.newestLocked(); p != nil {
-		s.evictLocked(p)
-		return true
+	if p == nil {
+		p = s.window.victimLocked(0)
 	}
-	if furthest != nil {
-		s.evictLocked(furthest)
-		return true
+	if p == nil {
+		return false
 	}
-	return false
-}
-
-func (s *Engine) evictLocked(p *part) {
 	s.stats.Evicted++
 	s.removeLocked(p)
-}
-
-// richest is the stream holding the most bytes among those holding a
-// part no read is using, and the furthest such part; nils when none.
-func (r *registry) richest() (*Stream, *part) {
-	var best *Stream
-	var bestPart *part
-	for st := range r.streams {
-		if best != nil && st.heldBytes <= best.heldBytes {
-			continue
-		}
-		if p := st.furthestUnpinned(); p != nil {
-			best, bestPart = st, p
-		}
-	}
-	return best, bestPart
-}
-
-// furthestUnpinned is the held part furthest into the object that no read
-// is using: the read-ahead needed last.
-func (st *Stream) furthestUnpinned() *part {
-	var best *part
-	for p := range st.held {
-		if p.pins == 0 && (best == nil || p.off > best.off) {
-			best = p
-		}
-	}
-	return best
+	return true
 }

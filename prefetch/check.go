@@ -63,7 +63,7 @@ func (s *Engine) checkLocked() {
 		panic("prefetch: parts and pool exceed the memory budget")
 	}
 	holding := 0
-	for st := range s.registry.streams {
+	for st := range s.window.streams {
 		var held int64
 		for p := range st.held {
 			held += p.size

@@ -16,9 +16,12 @@
 // flight ahead of the reader that starts at one block and doubles up to
 // Config.MaxPrefetch; random reads fetch only the blocks they touch. Parts
 // are single-flight per block: two streams on one object share each GET.
-// When the budget is full, reads wait (backpressure) and read-ahead that a
-// stream holds beyond its fair share is dropped to make room; nothing fails
-// for lack of memory. Near the end of an object the window spills into the
+// When the budget is full, reads wait (backpressure) and parts no read is
+// using are dropped to make room, each kind's owner naming its own victim
+// (budget.go): read-ahead a stream holds beyond its fair share first, then
+// what was prefetched for objects nobody has open, then the loader's
+// schedule, then any stream's read-ahead; nothing fails for lack of
+// memory. Near the end of an object the window spills into the
 // next objects of the listing order, and loader hints queue the starts of
 // the objects named, so a handle opened next finds its first part fetched
 // or in flight.

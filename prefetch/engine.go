@@ -12,22 +12,28 @@ package prefetch
 //
 // Engine.mu guards the state of each of these owners, a type each:
 //
-//	budget    budget.go    what live parts are charged, by class; their
+//	budget  budget.go      what live parts are charged, by class; their
 //	                       buffers and the pool; the streams holding parts
 //	                       and the reads waiting for room
-//	parts     part.go      the part table: objects and their parts by
+//	parts   part.go        the part table: objects and their parts by
 //	                       block, each part's holders, pins and state, the
 //	                       parts not yet freed, failed ranges (failed.go)
-//	gets      gets.go      GET slots and queues, the first-byte-first rule,
+//	gets    gets.go        GET slots and queues, the first-byte-first rule,
 //	                       the parts being handed to the Sink; not its
 //	                       WaitGroup, nor the bytes a GET writes into buf
-//	sched     schedule.go  the sample schedule: queues, the parts keeping
+//	sched   schedule.go    the sample schedule: queues, the parts keeping
 //	                       its ranges (schedread.go: reads of the others)
-//	registry  ahead.go     open streams, listing order, openers, hints and
-//	                       dense objects: what the read-ahead producers use
-//	Stream    stream.go    a stream's policy, held parts and held bytes
-//	stats     stats.go     the Engine's own counters (ReadStats); the pool and the
-//	                       schedule keep theirs (Stats gathers them)
+//	window  window.go      the open streams, and the parts each makes and
+//	                       holds over its reads and ahead of them
+//	next    nextshards.go  the listing order, openers' histories
+//	                       (openers.go), hints, and the parts made for
+//	                       objects not yet open
+//	dense   denserest.go   the blocks random reads touched per object, the
+//	                       objects whose rest is fetched in the background
+//	Stream  stream.go      a stream's policy, held parts and held bytes
+//	stats   stats.go       the Engine's own counters (ReadStats); the pool,
+//	                       the schedule and the producers keep theirs
+//	                       (Stats gathers them)
 //
 // Nothing calls back into the Engine while holding arrival.mu or a cache
 // lock. Engine.mu is never held across a GET, a disk read or a copy of a
@@ -109,17 +115,16 @@ type Cache interface {
 // ErrClosed is returned by reads on a closed Stream or Engine.
 var ErrClosed = errors.New("prefetch: closed")
 
-// maxQueuedHints bounds the hint schedule; hints past it are dropped.
-const maxQueuedHints = 4096
-
 // Engine runs the GETs of every Stream within one memory budget. It holds
 // the owners of its state (the lock order above) and does what spans
-// them: making, removing and freeing a part (part.go), eviction
-// (budget.go), and the read-ahead producers (ahead.go). The schedule and
-// the GET pool reach the rest only through the hooks NewEngine gives
-// them; the part table and the budget reach nothing beyond what their
-// callers pass them. GETs and Sink calls run outside mu, in the GET
-// pool's goroutines.
+// them: making, removing and freeing a part (part.go), eviction, which
+// asks each owner for its victim (budget.go), and the composition of the
+// read-ahead producers after a read (ahead.go). The schedule and the GET
+// pool reach the rest only through the hooks NewEngine gives them, the
+// producers through the part table, the budget and their hooks, and none
+// reaches another; the part table and the budget reach nothing beyond
+// what their callers pass them. GETs and Sink calls run outside mu, in
+// the GET pool's goroutines.
 type Engine struct {
 	cfg   Config
 	sink  Sink
@@ -129,14 +134,16 @@ type Engine struct {
 	sharedRAM bool
 	log       *slog.Logger
 
-	mu       sync.Mutex
-	closed   bool
-	budget   budget
-	parts    partTable
-	registry registry
-	gets     *getPool
-	sched    schedule
-	stats    ReadStats
+	mu     sync.Mutex
+	closed bool
+	budget budget
+	parts  partTable
+	gets   *getPool
+	sched  schedule
+	window window
+	next   nextShards
+	dense  denseRest
+	stats  ReadStats
 	// scheduled is set by the first sample schedule given, never reset:
 	// until then a read does not look for a scheduled part (heldBySchedule).
 	scheduled atomic.Bool
@@ -162,11 +169,19 @@ func NewEngine(cfg Config, f Fetcher, sink Sink, log *slog.Logger) *Engine {
 		sharedRAM: shared != nil && shared.SharesRAM(),
 		budget:    newBudget(cfg.Memory),
 		parts:     newPartTable(cfg),
-		registry: registry{
-			streams: map[*Stream]struct{}{},
-			access:  map[objectID]*randomAccess{},
-		},
 	}
+	maker := maker{cfg: cfg, parts: &s.parts, budget: &s.budget, makerHooks: makerHooks{
+		closed:  func() bool { return s.closed },
+		source:  s.partSource,
+		newPart: s.newPartLocked,
+	}}
+	s.window = window{maker: maker, streams: map[*Stream]struct{}{}, windowHooks: windowHooks{
+		purpose: s.streamPurpose,
+		hold:    s.holdLocked,
+		drop:    s.dropLocked,
+	}}
+	s.next = nextShards{maker: maker}
+	s.dense = denseRest{maker: maker, cache: cache, access: map[objectID]*randomAccess{}}
 	s.sched = newSchedule(cfg, cache, scheduleHooks{
 		closed:     func() bool { return s.closed },
 		object:     s.parts.object,
@@ -222,8 +237,8 @@ func (s *Engine) Close() {
 				s.removeLocked(p)
 			}
 		}
-		s.registry.hints = nil
-		s.registry.dense = nil
+		s.next.closeLocked()
+		s.dense.closeLocked()
 		s.sched.closeLocked()
 		s.budget.notify()
 	}
@@ -246,24 +261,12 @@ func (s *Engine) SetOrder(objs []store.Object) {
 		objs = slices.Clone(objs)
 		slices.SortFunc(objs, byKey)
 	}
-	openedAt := make([]uint64, len(objs))
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	for j, o := range objs {
-		if i, ok := s.registry.indexOf(o.Key); ok {
-			openedAt[j] = s.registry.openedAt[i]
-		}
-	}
-	s.registry.order = objs
-	s.registry.openedAt = openedAt
+	s.next.setOrderLocked(objs)
 }
 
 func byKey(a, b store.Object) int { return strings.Compare(a.Key, b.Key) }
-
-// indexOf finds key in the listing order.
-func (r *registry) indexOf(key string) (int, bool) {
-	return slices.BinarySearchFunc(r.order, key, func(o store.Object, k string) int { return strings.Compare(o.Key, k) })
-}
 
 // Hint queues the loader's schedule: the start of each object is
 // prefetched, in order, as the budget allows. Objects already open or
@@ -274,13 +277,9 @@ func (s *Engine) Hint(objs ...store.Object) {
 	if s.closed {
 		return
 	}
-	room := maxQueuedHints - len(s.registry.hints)
-	if len(objs) > room {
-		s.log.Debug("prefetch: hint schedule full, dropping the rest", "dropped", len(objs)-room)
-		objs = objs[:max(room, 0)]
+	if dropped := s.next.hintLocked(objs); dropped > 0 {
+		s.log.Debug("prefetch: hint schedule full, dropping the rest", "dropped", dropped)
 	}
-	s.registry.hints = append(s.registry.hints, objs...)
-	s.pumpHintsLocked()
 }
 
 // Stats returns a snapshot of the counters.
@@ -289,8 +288,9 @@ func (s *Engine) Stats() Stats {
 	defer s.mu.Unlock()
 	return Stats{
 		ReadStats: s.stats, GetStats: s.gets.stats, ScheduleStats: s.sched.stats,
+		NextStats: s.next.stats, DenseStats: s.dense.stats,
 		InUseBytes:         s.budget.inUse,
-		Streams:            int64(len(s.registry.streams)),
+		Streams:            int64(len(s.window.streams)),
 		Running:            int64(s.gets.running),
 		CacheFillers:       int64(s.gets.fillers),
 		ScheduleQueued:     int64(s.sched.ranges - s.sched.unkept),

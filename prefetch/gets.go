@@ -104,7 +104,7 @@ func (g *getPool) fetchedLocked(n int) {
 // Read-ahead waits while a read of the same object waits for the first
 // bytes of its GET, and while a part's head holds back its rest. A dense
 // object's background parts do not: at most denseInFlight of them run
-// (pumpDenseLocked), and they are what its next reads find; held back
+// (denseRest.pumpLocked), and they are what its next reads find; held back
 // behind every read that missed, they would arrive after the reads that
 // wanted them, which would then wait on GETs of their own.
 func (g *getPool) enqueueLocked(p *part) {

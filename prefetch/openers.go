@@ -9,9 +9,10 @@ package prefetch
 // of the object it opened last and the stride between its last two opens.
 // With a history, the guess is the current object's index plus the
 // stride; without one (an opener's first object, or an unknown opener),
-// the listing order is followed (spillLocked). An opener whose last
-// guesses were not what it opened next gets none until its stride would
-// have been right again: guesses nobody uses cost a GET and budget each.
+// the listing order is followed (nextShards.spillLocked). An opener whose
+// last guesses were not what it opened next gets none until its stride
+// would have been right again: guesses nobody uses cost a GET and budget
+// each. The histories are nextShards' (nextshards.go).
 
 // Opener names the process (or thread) that opened an object, as the FUSE
 // request gives it; 0 when unknown.

@@ -3,7 +3,6 @@ package prefetch
 import (
 	"context"
 	"fmt"
-	"slices"
 	"time"
 
 	"github.com/shardfs/shardfs/cache"
@@ -12,15 +11,13 @@ import (
 
 // partTable is the part table: every object version with parts or open
 // streams, its parts by block index, the streams holding each part, the
-// parts not yet freed, those prefetched for objects nobody has open, and
-// the ranges whose GET just failed (failed.go). It is the only code that
+// parts not yet freed, and the ranges whose GET just failed (failed.go). It is the only code that
 // creates a part or takes one out of its object. It charges no budget
 // itself: its callers pass what moves a charge. Guarded by Engine.mu.
 type partTable struct {
 	cfg     Config
 	objects map[objectID]*object
 	live    map[*part]struct{} // every part whose budget is not yet released
-	spec    []*part            // parts prefetched for objects not yet open, oldest first
 	failed  failedRanges       // ranges whose GET just failed (failed.go)
 }
 
@@ -200,9 +197,6 @@ func (t *partTable) add(o *object, r, read Range, fromRing bool, why purpose) *p
 		o.parts[b] = p
 	}
 	t.live[p] = struct{}{}
-	if why.speculative() {
-		t.spec = append(t.spec, p)
-	}
 	return p
 }
 
@@ -248,21 +242,6 @@ func (t *partTable) drop(st *Stream, p *part, held func(heldBytes *int64, delta 
 	return true
 }
 
-// unspec makes a part prefetched for an object nobody had open the
-// read-ahead of the stream that now holds it; charge moves its charge to
-// its new budget class (budget.charge).
-func (t *partTable) unspec(p *part, charge func(c budgetClass, size int64)) {
-	if !p.why.speculative() {
-		return
-	}
-	charge(p.why.class(), -p.size)
-	p.why = forWindow
-	charge(p.why.class(), p.size)
-	if i := slices.Index(t.spec, p); i >= 0 {
-		t.spec = slices.Delete(t.spec, i, i+1)
-	}
-}
-
 // unclaim clears the claims st's spill made on the starts of objects.
 func (t *partTable) unclaim(st *Stream) {
 	for _, o := range t.objects {
@@ -292,7 +271,7 @@ func (s *Engine) removeLocked(p *part) {
 	}
 	s.gets.restStartsLocked(p)
 	s.parts.unlink(p, s.budget.addHeld)
-	s.parts.unspec(p, s.budget.charge)
+	s.next.unspecLocked(p)
 	s.sched.dropPartLocked(p)
 	switch p.state {
 	case partQueued, partParked:
@@ -327,8 +306,9 @@ func (s *Engine) freeLocked(p *part) {
 		s.budget.dying -= p.size
 	}
 	s.budget.notify()
-	s.pumpHintsLocked()
-	s.pumpDenseLocked()
+	// Room is free: each producer that waited for it goes on.
+	s.next.pumpHintsLocked()
+	s.dense.pumpLocked()
 	s.sched.pumpLocked()
 }
 
@@ -341,10 +321,10 @@ func (s *Engine) releaseIfUnusedLocked(p *part) {
 }
 
 // holdLocked makes st a holder of p, adopting it if it was prefetched for
-// an object nobody had open.
+// an object nobody had open (nextShards.unspecLocked).
 func (s *Engine) holdLocked(st *Stream, p *part) {
 	if s.parts.hold(st, p, s.budget.addHeld) {
-		s.parts.unspec(p, s.budget.charge)
+		s.next.unspecLocked(p)
 	}
 }
 

@@ -621,9 +621,9 @@ func (s *Engine) heldBySchedule(obj store.Object, off, end int64) bool {
 	return p != nil && len(p.sched) > 0 && p.end >= end
 }
 
-// newestLocked is the part made last for the schedule that no
-// read is using, for eviction; nil when none.
-func (sc *schedule) newestLocked() *part {
+// victimLocked is the schedule's part to evict: the part made last for
+// it that no read or stream is using; nil when none.
+func (sc *schedule) victimLocked() *part {
 	var best *part
 	for p := range sc.parts {
 		if p.pins == 0 && p.why.scheduled() && len(p.holders) == 0 && (best == nil || p.schedMade > best.schedMade) {

@@ -50,10 +50,10 @@ import (
 // (forMissedRead).
 // Dense (a map-style epoch: reads keep landing on new blocks, or the
 // object is small next to the budget): the rest of the object is fetched
-// in the background in PartSize GETs, a few at once (noteRandomLocked,
-// pumpDenseLocked), and put where the next reads find it; a read of a
+// in the background in PartSize GETs, a few at once (denseRest,
+// denserest.go), and put where the next reads find it; a read of a
 // block still on its way waits on that part, a read of a block no part
-// covers fetches from its block to the end of its part (denseNeed), a
+// covers fetches from its block to the end of its part (denseRest.need), a
 // read of a block that arrived finds it in the cache (step 1).
 // An object larger than all the cache can keep (Cache.Room) stays sparse:
 // its rest, fetched ahead of the reads, would push out what came first.
@@ -327,60 +327,4 @@ func (s *Engine) streamPurpose(forRead, sequential, fromRing bool) purpose {
 func (g *getPool) sinkLagsLocked(p *part, place cache.Placement) bool {
 	return g.cfg.SkipLaggingSink && g.fillers == 0 && place == cache.ForReadAhead &&
 		g.sinking > 0 && g.sinkingBytes+p.size > g.cfg.Memory/sinkLagShare
-}
-
-// noteRandomLocked records a random read of asked bytes of o over the
-// blocks need, starts the background fetch of the rest of o when the
-// density rule says its random reads are dense, and reports whether they
-// are.
-func (s *Engine) noteRandomLocked(o *object, need Range, asked int64) (dense bool) {
-	bs := s.cfg.BlockSize
-	blocks := ceilTo(o.obj.Size, bs) / bs
-	if !s.cfg.DenseRandom || need.Empty() || blocks > maxTrackedBlocks || s.sched.namesLocked(o) {
-		return false
-	}
-	id := objectID{o.obj.Key, o.obj.ETag}
-	a := s.registry.access[id]
-	if a == nil {
-		if len(s.registry.access) >= maxTrackedObjects {
-			clear(s.registry.access)
-		}
-		a = &randomAccess{touched: make([]uint64, (blocks+63)/64)}
-		s.registry.access[id] = a
-	}
-	if a.dense {
-		return true
-	}
-	landedNew := false
-	for b := need.Start / bs; b*bs < need.End; b++ {
-		landedNew = a.touch(b) || landedNew
-	}
-	if landedNew {
-		a.taken += asked
-	}
-	room := int64(0)
-	if s.cache != nil {
-		room = s.cache.Room()
-	}
-	if Classify(RandomAccess{Size: o.obj.Size, BlockSize: bs, Budget: s.cfg.Memory, Touched: a.count, Room: room, Taken: a.taken}) != Dense {
-		return false
-	}
-	a.dense = true
-	s.stats.DenseObjects++
-	s.registry.dense = append(s.registry.dense, denseFetch{obj: o.obj})
-	s.pumpDenseLocked()
-	return true
-}
-
-// denseNeed widens need, the blocks a random read of a dense object
-// touches, to the end of their part. The read's GET starts at its own
-// block, so it waits for no byte before it, and brings the blocks after it
-// that the background fetch would otherwise ask for in a GET of their own:
-// the store's cost is per request (pumpDenseLocked). Blocks a part or the
-// cache already holds stay out (coverLocked). Fewer GETs for the same
-// bytes, and reads that wait less. need is not empty: noteRandomLocked
-// calls no empty read dense.
-func (s *Engine) denseNeed(o *object, need Range) Range {
-	need.End = min(max(need.End, ceilTo(need.Start+1, s.cfg.PartSize)), o.obj.Size)
-	return need
 }

@@ -8,6 +8,8 @@ type Stats struct {
 	ReadStats
 	GetStats
 	ScheduleStats
+	NextStats
+	DenseStats
 
 	// Gauges.
 	InUseBytes         int64 // budget held now by parts in flight or fetched and not yet consumed
@@ -18,7 +20,8 @@ type Stats struct {
 	ScheduleInUseBytes int64 // budget held now by parts made for schedules
 }
 
-// ReadStats are counted by the engine: reads, parts and the budget.
+// ReadStats are counted by the engine: reads, parts, the budget and
+// eviction.
 type ReadStats struct {
 	ServedBytes           int64 // bytes returned by ReadAt
 	PrefetchedServedBytes int64 // of ServedBytes, bytes from parts fetched ahead of the read that needed them
@@ -27,18 +30,27 @@ type ReadStats struct {
 	BudgetWaits           int64 // times a read waited for memory budget (backpressure)
 	ReadPins              int64 // pins reads hold on parts now (bytes being copied, or lent to a reply); 0 when no read runs
 	PeakInUseBytes        int64 // the most InUseBytes has been
-	NextParts             int64 // parts prefetched from the next objects in listing order
-	NextFound             int64 // opens that found their first part prefetched as a next object
-	NextMissed            int64 // opens of another object than the one their opener's stride guessed
-	HintParts             int64 // parts prefetched because a loader hinted the object
-	HintFound             int64 // opens that found their first part prefetched from a hint
 	Cancelled             int64 // parts dropped before their GET finished
 	Evicted               int64 // parts dropped to make room for another read
 	Errors                int64 // GETs that failed
 	ExactReads            int64 // random reads of objects larger than the cache fetched with a GET of their own bytes (exact.go)
 	ChunkReads            int64 // parts made for such reads that run on to the end of their chunk, lent to the page cache (exact.go)
-	DenseObjects          int64 // objects random reads used densely enough to fetch the rest in the background
-	DenseParts            int64 // parts fetched (or read from the ring) for them
+}
+
+// NextStats are counted by the next shards and hints (nextShards).
+type NextStats struct {
+	NextParts  int64 // parts prefetched from the next objects in listing order
+	NextFound  int64 // opens that found their first part prefetched as a next object
+	NextMissed int64 // opens of another object than the one their opener's stride guessed
+	HintParts  int64 // parts prefetched because a loader hinted the object
+	HintFound  int64 // opens that found their first part prefetched from a hint
+}
+
+// DenseStats are counted by the background fetch of dense objects
+// (denseRest).
+type DenseStats struct {
+	DenseObjects int64 // objects random reads used densely enough to fetch the rest in the background
+	DenseParts   int64 // parts fetched (or read from the ring) for them
 }
 
 // GetStats are counted by the GET pool.

@@ -19,10 +19,11 @@ type Stream struct {
 	obj    store.Object
 	opener Opener  // who opened it: next-shard read-ahead follows its order (openers.go)
 	policy *Policy // guarded by s.mu, like every field below
-	// since: registry.opens before the streams open alongside this one
+	// since: nextShards.opens before the streams open alongside this one
 	// were opened, as if they had opened just before it. Objects opened
-	// after it belong to this pass over the listing (spillLocked): readers
-	// that take shards in order open them in any order.
+	// after it belong to this pass over the listing
+	// (nextShards.spillLocked): readers that take shards in order open
+	// them in any order.
 	since uint64
 
 	held      map[*part]struct{} // parts this stream keeps for reads to come
@@ -58,21 +59,9 @@ func (s *Engine) OpenBy(obj store.Object, opener Opener) *Stream {
 	}
 	st.o = s.parts.object(obj)
 	st.o.streams++
-	s.registry.opens++
-	st.since = s.registry.opens - 1 - uint64(len(s.registry.streams))
-	if i, ok := s.registry.indexOf(obj.Key); ok {
-		s.registry.openedAt[i] = s.registry.opens
-		if s.registry.openers.opened(opener, i) {
-			s.stats.NextMissed++
-		}
-	}
-	s.registry.streams[st] = struct{}{}
-	if first := s.parts.partAt(st.o, 0); first != nil && first.why.speculative() {
-		if first.why == forNextShard {
-			s.stats.NextFound++
-		} else {
-			s.stats.HintFound++
-		}
+	st.since = s.next.openedLocked(obj.Key, opener, len(s.window.streams))
+	s.window.openLocked(st)
+	if s.next.foundLocked(st.o) {
 		st.policy.Prime(s.parts.extent(st.o))
 		st.sequential.Store(true)
 	}
@@ -223,10 +212,7 @@ func (st *Stream) Close() {
 	for len(st.lent) > 0 {
 		st.unlendLocked(st.lent[0])
 	}
-	for p := range st.held {
-		s.dropLocked(st, p)
-	}
-	delete(s.registry.streams, st)
+	s.window.closeLocked(st)
 	st.o.streams--
 	s.parts.tidy(st.o)
 	s.parts.unclaim(st)

@@ -71,7 +71,7 @@ func (r *ringFile) readFull(p []byte, off int64) error {
 // O_DIRECT's alignment, and leaves the pages there (see ringFile).
 func (r *ringFile) readPaged(p []byte, off int64) error { return r.readAt(r.paged, p, off) }
 
-// readCached fills p from off through the page cache when every byte of
+// readIfPaged fills p from off through the page cache when every byte of
 // it is there, and reports whether it did. It asks the page cache first
 // (cachestat(2), Linux 6.5): reading a page that is not there would start
 // disk I/O for that page alone (even preadv2 with RWF_NOWAIT starts it, and
@@ -79,7 +79,7 @@ func (r *ringFile) readPaged(p []byte, off int64) error { return r.readAt(r.page
 // reads the page's whole chunk instead. A kernel without cachestat reports
 // false, and the caller reads chunks. RWF_NOWAIT still guards the read
 // against a page reclaimed since the question.
-func (r *ringFile) readCached(p []byte, off int64) bool {
+func (r *ringFile) readIfPaged(p []byte, off int64) bool {
 	page := int64(os.Getpagesize())
 	lo, hi := off/page*page, (off+int64(len(p))+page-1)/page*page
 	var st unix.Cachestat_t

@@ -153,7 +153,7 @@ func (r *ring) readRange(ref slotRef, lo, hi int64, buf []byte) ([]byte, error) 
 	}
 	at := r.geo.dataOffset(ref.n)
 	data, read := buf[:end-start], end-start
-	if !r.file.readCached(data, at+start) {
+	if !r.file.readIfPaged(data, at+start) {
 		chunk := r.chunk()
 		from, to := start/chunk*chunk, min(((end-1)/chunk+1)*chunk, ref.length)
 		if err := r.file.readPaged(buf[:to-from], at+from); err != nil {

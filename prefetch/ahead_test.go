@@ -354,7 +354,7 @@ func TestReadAheadLoadsCachedBlocks(t *testing.T) {
 	defer st.Close()
 	buf := make([]byte, 4<<10)
 	for off := int64(0); off < obj.Size; off += int64(len(buf)) {
-		n, cached, err := st.ReadAtCached(ctx, buf, off)
+		n, cached, err := st.ReadAtFromRing(ctx, buf, off)
 		if (err != nil && err != io.EOF) || !bytes.Equal(buf[:n], wantBytes(obj, off, len(buf))) {
 			t.Fatalf("read at %d: %d bytes, %v, or wrong bytes", off, n, err)
 		}
@@ -396,7 +396,7 @@ func TestCachedPartFallsBackToTheFetcher(t *testing.T) {
 	st := s.Open(obj)
 	defer st.Close()
 	buf := make([]byte, obj.Size)
-	n, cached, err := st.ReadAtCached(ctx, buf, 0)
+	n, cached, err := st.ReadAtFromRing(ctx, buf, 0)
 	if err != nil || n != len(buf) || !bytes.Equal(buf, wantBytes(obj, 0, len(buf))) {
 		t.Fatalf("read = %d, %v, or wrong bytes", n, err)
 	}

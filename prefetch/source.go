@@ -140,7 +140,7 @@ func (r *Reader) fromSchedule(ctx context.Context, rd readRequest) (answer, erro
 // stream still hears of it, so that its read-ahead keeps pace with the
 // reader and next-shard prefetch fires on cached shards too.
 func (r *Reader) fromTiers(_ context.Context, rd readRequest) (answer, error) {
-	data, ok := r.fromCache(rd.q, rd.off)
+	data, ok := r.readRAMOrRing(rd.q, rd.off)
 	if !ok {
 		return answer{}, errNotHere
 	}
@@ -165,11 +165,11 @@ func (r *Reader) fromStream(ctx context.Context, rd readRequest) (answer, error)
 	return answer{data: data, tier: tierOf(fromRing), release: release}, err
 }
 
-// fromCache serves q when every block of it is in the tiers readTiers
+// readRAMOrRing serves q when every block of it is in the tiers readTiers
 // names. A read inside one block reads the whole block once into the
 // handle's lastBlock and is answered with the block's own bytes; a read
 // that spans blocks is copied into q.
-func (r *Reader) fromCache(q []byte, off int64) ([]byte, bool) {
+func (r *Reader) readRAMOrRing(q []byte, off int64) ([]byte, bool) {
 	c := r.s.cache
 	if c == nil {
 		return nil, false

@@ -73,18 +73,18 @@ func (s *Engine) OpenBy(obj store.Object, opener Opener) *Stream {
 // fails only when the fetch fails (the error wraps the Fetcher's, e.g.
 // store.ErrChanged), ctx ends, or the stream or engine is closed.
 func (st *Stream) ReadAt(ctx context.Context, p []byte, off int64) (int, error) {
-	n, _, err := st.ReadAtCached(ctx, p, off)
+	n, _, err := st.ReadAtFromRing(ctx, p, off)
 	return n, err
 }
 
-// ReadAtCached is ReadAt that also reports whether every byte it served
-// was read from the cache rather than fetched.
-func (st *Stream) ReadAtCached(ctx context.Context, p []byte, off int64) (n int, cached bool, err error) {
-	data, cached, _, err := st.read(ctx, p, off, false)
-	return len(data), cached, err
+// ReadAtFromRing is ReadAt that also reports whether every byte it served
+// was read from the ring rather than fetched.
+func (st *Stream) ReadAtFromRing(ctx context.Context, p []byte, off int64) (n int, fromRing bool, err error) {
+	data, fromRing, _, err := st.read(ctx, p, off, false)
+	return len(data), fromRing, err
 }
 
-// ReadShared is ReadAtCached that answers without a copy where it can: a
+// ReadShared is ReadAtFromRing that answers without a copy where it can: a
 // read that lies inside one part is answered with that part's own bytes,
 // pinned until release is called, so a FUSE reply can be written straight
 // from them. Otherwise data is p[:n] and release is nil. Callers call a
@@ -105,7 +105,7 @@ func (st *Stream) ReadShared(ctx context.Context, p []byte, off int64) (data []b
 	}, err
 }
 
-// read is ReadAtCached and, with inPlace, ReadShared: it returns the part
+// read is ReadAtFromRing and, with inPlace, ReadShared: it returns the part
 // whose bytes data is, still pinned, or nil when data is p[:n].
 func (st *Stream) read(ctx context.Context, p []byte, off int64, inPlace bool) (data []byte, cached bool, pinned *part, err error) {
 	s := st.s

@@ -54,6 +54,9 @@ type object struct {
 	// chunks records the chunk reads of an object larger than the cache
 	// (exact.go); nil until its first.
 	chunks *chunkReads
+	// readWhole: a closed stream read the object whole; the cache hears
+	// of it once the object has no part left (Engine.readWhole).
+	readWhole bool
 }
 
 // part is one ranged GET: a run of whole blocks (the last may be short at
@@ -271,6 +274,7 @@ func (s *Engine) removeLocked(p *part) {
 	}
 	s.gets.restStartsLocked(p)
 	s.parts.unlink(p, s.budget.addHeld)
+	s.tellReadWholeLocked(p.o)
 	s.next.unspecLocked(p)
 	s.sched.dropPartLocked(p)
 	switch p.state {

@@ -83,11 +83,36 @@ func (r *Reader) Close() {
 	r.last.data = nil
 	r.last.mu.Unlock()
 	if r.stream != nil {
-		if r.s.cache != nil && !r.oneShot {
-			r.s.cache.ReadDone(r.obj, r.stream.readWhole())
-		}
+		whole := r.s.cache != nil && !r.oneShot && r.stream.readWhole()
 		r.stream.Close()
+		if whole {
+			r.s.readWhole(r.stream)
+		}
 		r.stream = nil
+	}
+}
+
+// readWhole records that st, now closed, read its object whole, and tells
+// the cache (Cache.ReadDone) once no part of the object is left: a reader
+// reads a part's last bytes before the part's GET has handed them to the
+// cache, and the cache makes a whole-shard file only of a shard whose every
+// block it holds.
+func (s *Engine) readWhole(st *Stream) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if st.o == nil {
+		return // opened after the engine closed
+	}
+	st.o.readWhole = true
+	s.tellReadWholeLocked(st.o)
+}
+
+// tellReadWholeLocked tells the cache that o was read whole once it has no
+// part left (readWhole). Cache.ReadDone never waits.
+func (s *Engine) tellReadWholeLocked(o *object) {
+	if o.readWhole && len(o.parts) == 0 {
+		o.readWhole = false
+		s.cache.ReadDone(o.obj, true)
 	}
 }
 

@@ -252,3 +252,71 @@ func TestReadWholeTellsTheCache(t *testing.T) {
 		t.Fatalf("ReadDone told of %v read whole after a whole read, want [%s]", c.wholes, obj.Key)
 	}
 }
+
+// gatedCache is a blockCache whose Put of block gated waits for gate, and
+// that records the blocks put when ReadDone is told of a whole read.
+type gatedCache struct {
+	*blockCache
+	gated int64
+	gate  chan struct{}
+
+	pmu    sync.Mutex
+	put    map[int64]bool
+	atTell int // blocks put when ReadDone was told of a whole read
+}
+
+func (c *gatedCache) Put(_ store.Object, index int64, data []byte, _ cache.Placement) {
+	last := index + (int64(len(data))-1)/c.blockSize
+	if index <= c.gated && c.gated <= last {
+		<-c.gate
+	}
+	c.pmu.Lock()
+	defer c.pmu.Unlock()
+	for i := index; i <= last; i++ {
+		c.put[i] = true
+	}
+}
+
+func (c *gatedCache) ReadDone(obj store.Object, whole bool) {
+	c.pmu.Lock()
+	c.atTell = len(c.put)
+	c.pmu.Unlock()
+	c.blockCache.ReadDone(obj, whole)
+}
+
+// A reader reads a part's last bytes before the part's GET has handed them
+// to the cache. A handle that read its object whole tells the cache only
+// once every block was handed over, so that the whole-shard file the cache
+// makes of it finds them all; not at its Close, while the last Put waits.
+func TestReadWholeTellsTheCacheOnceItTookEveryBlock(t *testing.T) {
+	ctx := testContext(t)
+	cfg := smallConfig()
+	obj := fakeObject("gated", 12*cfg.BlockSize)
+	blocks := int(obj.Size / cfg.BlockSize)
+	c := &gatedCache{blockCache: &blockCache{data: map[string][]byte{}, blockSize: cfg.BlockSize}, gated: int64(blocks - 1), gate: make(chan struct{}), put: map[int64]bool{}}
+	s := newTestEngine(t, cfg, &fakeFetcher{}, c)
+	var once sync.Once
+	release := func() { once.Do(func() { close(c.gate) }) }
+	defer release() // before the engine's Close, which waits for the Put
+	r := s.OpenReader(obj, false, 0)
+	buf := make([]byte, cfg.BlockSize)
+	for off := int64(0); off < obj.Size; off += cfg.BlockSize {
+		if n, _, err := r.ReadAt(ctx, buf, off); (err != nil && err != io.EOF) || !bytes.Equal(buf[:n], wantBytes(obj, off, len(buf))) {
+			t.Fatalf("read at %d: %d bytes, %v", off, n, err)
+		}
+	}
+	r.Close()
+	c.mu.Lock()
+	told := len(c.wholes)
+	c.mu.Unlock()
+	if told != 0 {
+		t.Fatalf("ReadDone told of a whole read while the Put of its last block waited")
+	}
+	release()
+	settledStats(t, s)
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if len(c.wholes) != 1 || c.atTell != blocks {
+		t.Fatalf("after the last Put: ReadDone told of %v read whole, with %d of %d blocks put; want [%s], every block put", c.wholes, c.atTell, blocks, obj.Key)
+	}
+}

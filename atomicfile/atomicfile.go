@@ -9,6 +9,7 @@ import (
 	"strings"
 
 	"github.com/google/renameio/v2"
+	"golang.org/x/sys/unix"
 )
 
 // Durability is what a replaced file survives once the call that
@@ -56,6 +57,26 @@ func (f *File) Write(p []byte) (int, error) { return f.pending.Write(p) }
 // Sync flushes what was written to the disk, before Commit when the
 // caller must order it before something else.
 func (f *File) Sync() error { return f.pending.Sync() }
+
+// Direct turns O_DIRECT on or off for the writes that follow: a large file
+// written from aligned buffers (golang.org/x/sys/unix's rules: address,
+// length and file offset multiples of the logical block size) goes to the
+// disk without a copy into the page cache. An error (a filesystem that
+// refuses O_DIRECT) leaves the file as it was.
+func (f *File) Direct(on bool) error {
+	fd := int(f.pending.Fd())
+	flags, err := unix.FcntlInt(uintptr(fd), unix.F_GETFL, 0)
+	if err != nil {
+		return err
+	}
+	if on {
+		flags |= unix.O_DIRECT
+	} else {
+		flags &^= unix.O_DIRECT
+	}
+	_, err = unix.FcntlInt(uintptr(fd), unix.F_SETFL, flags)
+	return err
+}
 
 // Commit syncs and closes the file and renames it over the target, then,
 // for Durable, syncs the target's directory.

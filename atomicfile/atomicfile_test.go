@@ -1,12 +1,14 @@
 package atomicfile
 
 import (
+	"bytes"
 	"errors"
 	"io"
 	"os"
 	"path/filepath"
 	"slices"
 	"testing"
+	"unsafe"
 )
 
 func names(t *testing.T, dir string) []string {
@@ -126,5 +128,54 @@ func TestRemoveTempsRemovesWhatAKilledWriterLeft(t *testing.T) {
 	slices.Sort(keep)
 	if !slices.Equal(got, keep) {
 		t.Errorf("after RemoveTemps the directory holds %v; want %v (%s removed)", got, keep, left)
+	}
+}
+
+// A file written with O_DIRECT from aligned buffers, its short tail
+// through the page cache, holds every byte once committed.
+func TestDirectWritesThenATailHoldEveryByte(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "direct")
+	f, err := Create(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Discard()
+	if err := f.Direct(true); err != nil {
+		t.Skipf("the test dir's filesystem refuses O_DIRECT: %v", err)
+	}
+	const chunk = 64 << 10
+	raw := make([]byte, 3*chunk+4096)
+	buf := raw[4096-int(uintptr(unsafe.Pointer(&raw[0]))%4096):][:3*chunk] // aligned
+	want := make([]byte, 0, 2*chunk+100)
+	for i := range 2 {
+		p := buf[i*chunk : (i+1)*chunk]
+		for j := range p {
+			p[j] = byte(i*7 + j)
+		}
+		if _, err := f.Write(p); err != nil {
+			t.Fatalf("direct write of aligned chunk %d: %v", i, err)
+		}
+		want = append(want, p...)
+	}
+	tail := buf[2*chunk : 2*chunk+100]
+	for j := range tail {
+		tail[j] = byte(j * 3)
+	}
+	if err := f.Direct(false); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := f.Write(tail); err != nil {
+		t.Fatalf("write of the 100-byte tail after Direct(false): %v", err)
+	}
+	want = append(want, tail...)
+	if err := f.Sync(); err != nil {
+		t.Fatal(err)
+	}
+	if err := f.Commit(Durable); err != nil {
+		t.Fatal(err)
+	}
+	got, err := os.ReadFile(path)
+	if err != nil || !bytes.Equal(got, want) {
+		t.Fatalf("committed file: %d bytes, err %v; want the %d bytes written", len(got), err, len(want))
 	}
 }

@@ -4,6 +4,8 @@ import (
 	"fmt"
 	"path/filepath"
 	"strings"
+
+	"github.com/shardfs/shardfs/cache/internal/aligned"
 )
 
 // Defaults of a Config; the command's flags show and use these.
@@ -31,7 +33,7 @@ const (
 
 	// alignment is the unit of direct I/O: block sizes, slot offsets and
 	// buffers are multiples of it.
-	alignment int64 = 4096
+	alignment int64 = aligned.Size
 	// maxBlockSize bounds one block; larger blocks would make every random
 	// read pay for a huge CRC check.
 	maxBlockSize int64 = 256 << 20

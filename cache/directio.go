@@ -5,11 +5,11 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"unsafe"
 
 	"golang.org/x/sys/unix"
 
 	"github.com/shardfs/shardfs/cache/cachedir"
+	"github.com/shardfs/shardfs/cache/internal/aligned"
 )
 
 // ringFile is the ring's file, opened so that its I/O does not fill the page
@@ -141,19 +141,9 @@ func (r *ringFile) close() error {
 func alignUp(n int64) int64 { return (n + alignment - 1) / alignment * alignment }
 
 // directInto reports whether a ring block can be read straight into p:
-// its address and length are multiples of alignment, as O_DIRECT needs
-// (the block is read whole, rounded up to alignment).
-func directInto(p []byte) bool {
-	return len(p) > 0 && int64(len(p))%alignment == 0 && uintptr(unsafe.Pointer(&p[0]))%uintptr(alignment) == 0
-}
+// its address and length are multiples of alignment, as O_DIRECT needs.
+func directInto(p []byte) bool { return aligned.Is(p) }
 
 // alignedBuffer returns n zeroed bytes whose address is a multiple of
 // alignment, as O_DIRECT requires.
-func alignedBuffer(n int) []byte {
-	raw := make([]byte, n+int(alignment))
-	skip := int(alignment) - int(uintptr(unsafe.Pointer(&raw[0]))%uintptr(alignment))
-	if skip == int(alignment) {
-		skip = 0
-	}
-	return raw[skip : skip+n : skip+n]
-}
+func alignedBuffer(n int) []byte { return aligned.Buffer(n) }

@@ -14,11 +14,17 @@ import (
 // shard at a time in the background (MakeWholeFile), so that the pass
 // that read it does not wait for the copy; it is remembered as checked
 // (wholefile's MarkChecked), its bytes summed as they were copied, so its
-// first open does not read it again.
+// first open does not read it again. Two copies run at once: a pass over
+// a data set closes its shards faster than one copy makes their files,
+// and a file not made when the next pass opens its shard leaves that
+// open to the daemon.
 
 // promoteQueue bounds the shards waiting to be made whole files; past it
 // ReadDone drops them (a later whole read asks again).
 const promoteQueue = 64
+
+// promoters is how many copies run at once.
+const promoters = 2
 
 // promoter runs the copies. It is started by the first shard read whole
 // and stopped by Close.
@@ -27,7 +33,7 @@ type promoter struct {
 	queue  chan store.Object
 	ctx    context.Context
 	cancel context.CancelFunc
-	done   chan struct{}
+	wg     sync.WaitGroup
 }
 
 // ReadDone tells the cache that a handle reading obj closed, and whether
@@ -46,8 +52,9 @@ func (c *Cache) ReadDone(obj store.Object, whole bool) {
 	p.once.Do(func() {
 		p.queue = make(chan store.Object, promoteQueue)
 		p.ctx, p.cancel = context.WithCancel(context.Background())
-		p.done = make(chan struct{})
-		go c.promoteLoop()
+		for range promoters {
+			p.wg.Go(c.promoteLoop)
+		}
 	})
 	select {
 	case p.queue <- obj:
@@ -57,10 +64,9 @@ func (c *Cache) ReadDone(obj store.Object, whole bool) {
 }
 
 // promoteLoop makes whole-shard files of the shards queued, in order,
-// until Close.
+// until Close; promoters of it run at once.
 func (c *Cache) promoteLoop() {
 	p := &c.promote
-	defer close(p.done)
 	for {
 		select {
 		case <-p.ctx.Done():
@@ -92,13 +98,13 @@ func (c *Cache) ringHoldsAll(obj store.Object) bool {
 	return true
 }
 
-// stopPromoting ends the background copies, the one running included, and
+// stopPromoting ends the background copies, those running included, and
 // waits for them.
 func (c *Cache) stopPromoting() {
 	p := &c.promote
 	p.once.Do(func() {}) // no copier starts after this
 	if p.cancel != nil {
 		p.cancel()
-		<-p.done
+		p.wg.Wait()
 	}
 }

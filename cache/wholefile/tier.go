@@ -18,6 +18,7 @@ import (
 
 	"github.com/shardfs/shardfs/atomicfile"
 	"github.com/shardfs/shardfs/cache/cachedir"
+	"github.com/shardfs/shardfs/cache/internal/aligned"
 )
 
 // copyChunk is how much of a shard Make reads at a time (the caller's
@@ -266,7 +267,12 @@ func (t *Tier) Make(ctx context.Context, s Shard, read ReadFunc) (bool, error) {
 // reported a byte missing or failing its check.
 func copyShard(ctx context.Context, size int64, read ReadFunc, f *atomicfile.File) (sum uint32, complete bool, err error) {
 	h := newSum()
-	buf := make([]byte, min(copyChunk, size))
+	// Aligned chunks go to the disk with O_DIRECT, without a copy into the
+	// page cache: the daemon's CPU and the memory of a mount that makes a
+	// file of every shard read whole. A short last chunk is written
+	// through the page cache.
+	buf := aligned.Buffer(int(min(copyChunk, size)))
+	direct := f.Direct(true) == nil
 	for off := int64(0); off < size; off += int64(len(buf)) {
 		if err := ctx.Err(); err != nil {
 			return 0, false, err
@@ -276,6 +282,12 @@ func copyShard(ctx context.Context, size int64, read ReadFunc, f *atomicfile.Fil
 			return 0, false, nil
 		}
 		h.Write(p)
+		if direct && !aligned.Is(p) {
+			if err := f.Direct(false); err != nil {
+				return 0, false, fmt.Errorf("whole-shard file: %w", err)
+			}
+			direct = false
+		}
 		if _, err := f.Write(p); err != nil {
 			return 0, false, fmt.Errorf("whole-shard file: %w", err)
 		}

@@ -10,8 +10,8 @@ import (
 // A shard a mount has read whole is kept as a whole-shard file, so that its
 // next open is passed through to the kernel as after `shardfs warm`: a
 // later pass over a data set then costs the daemon opens, not reads. The
-// file is made from the shard's blocks in the ring, each checked, one
-// shard at a time in the background (MakeWholeFile), so that the pass
+// file is made from the shard's blocks in the ring and the RAM tier, each
+// checked, in the background (MakeWholeFile), so that the pass
 // that read it does not wait for the copy; it is remembered as checked
 // (wholefile's MarkChecked), its bytes summed as they were copied, so its
 // first open does not read it again. Two copies run at once: a pass over
@@ -39,7 +39,8 @@ type promoter struct {
 // ReadDone tells the cache that a handle reading obj closed, and whether
 // it read obj from its first byte to its last. A shard read whole is made
 // a whole-shard file in the background when every block of it is in the
-// ring and the whole-shard tier has room for it. It never waits.
+// ring or the RAM tier and the whole-shard tier has room for it. It never
+// waits.
 func (c *Cache) ReadDone(obj store.Object, whole bool) {
 	if !whole || c.whole == nil || obj.Size <= 0 || !c.enter() {
 		return
@@ -72,7 +73,7 @@ func (c *Cache) promoteLoop() {
 		case <-p.ctx.Done():
 			return
 		case obj := <-p.queue:
-			if !c.ringHoldsAll(obj) {
+			if !c.holdsAll(obj) {
 				continue // a block is missing: the copy would stop at it
 			}
 			made, err := c.MakeWholeFile(p.ctx, obj)
@@ -86,12 +87,14 @@ func (c *Cache) promoteLoop() {
 	}
 }
 
-// ringHoldsAll reports whether every block of obj is in the ring: a copy
-// that would stop at a missing block is not started.
-func (c *Cache) ringHoldsAll(obj store.Object) bool {
+// holdsAll reports whether every block of obj is in the ring or the RAM
+// tier (a stream's first blocks, fetched before it was known to stream,
+// are in RAM alone): a copy that would stop at a missing block is not
+// started.
+func (c *Cache) holdsAll(obj store.Object) bool {
 	bs := c.cfg.BlockSize
 	for i := int64(0); i*bs < obj.Size; i++ {
-		if !c.Lookup(obj, i).Has(InRing) {
+		if c.Lookup(obj, i) == NotCached {
 			return false
 		}
 	}

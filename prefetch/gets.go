@@ -297,6 +297,7 @@ func (g *getPool) get(ctx context.Context, p *part, ringPlace cache.Placement) {
 		return
 	}
 	p.pins++
+	p.sinking = true
 	g.sinking++
 	g.sinkingBytes += p.size
 	g.mu.Unlock()
@@ -315,6 +316,7 @@ func (g *getPool) get(ctx context.Context, p *part, ringPlace cache.Placement) {
 
 	g.mu.Lock()
 	p.bufKept = kept
+	p.sinking = false
 	g.sinking--
 	g.sinkingBytes -= p.size
 	p.pins--

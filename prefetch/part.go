@@ -98,6 +98,7 @@ type part struct {
 	dying         bool      // removed while its GET ran: charged to budget.dying until freed
 
 	pins    int               // reads waiting on or copying from buf, and the Sink call
+	sinking bool              // the Sink call runs
 	holders map[*Stream]int64 // streams that want it → bytes each has read from it
 }
 
@@ -322,6 +323,7 @@ func (s *Engine) releaseIfUnusedLocked(p *part) {
 		s.removeLocked(p)
 	}
 	s.freeLocked(p)
+	s.tellReadWholeLocked(p.o) // the GET pool lets a part go here once its bytes are in the cache
 }
 
 // holdLocked makes st a holder of p, adopting it if it was prefetched for

@@ -93,10 +93,12 @@ func (r *Reader) Close() {
 }
 
 // readWhole records that st, now closed, read its object whole, and tells
-// the cache (Cache.ReadDone) once no part of the object is left: a reader
-// reads a part's last bytes before the part's GET has handed them to the
-// cache, and the cache makes a whole-shard file only of a shard whose every
-// block it holds.
+// the cache (Cache.ReadDone) once no part of the object is bringing bytes
+// to the cache: a reader reads a part's last bytes before the part's GET
+// has handed them over, and the cache makes a whole-shard file only of a
+// shard whose every block it holds. Parts of the object that stay for
+// other reasons (another stream's guess that the object comes next) do
+// not hold the news back.
 func (s *Engine) readWhole(st *Stream) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -107,13 +109,20 @@ func (s *Engine) readWhole(st *Stream) {
 	s.tellReadWholeLocked(st.o)
 }
 
-// tellReadWholeLocked tells the cache that o was read whole once it has no
-// part left (readWhole). Cache.ReadDone never waits.
+// tellReadWholeLocked tells the cache that o was read whole once none of
+// its parts is fetching or in the Sink's hands (readWhole). Cache.ReadDone
+// never waits.
 func (s *Engine) tellReadWholeLocked(o *object) {
-	if o.readWhole && len(o.parts) == 0 {
-		o.readWhole = false
-		s.cache.ReadDone(o.obj, true)
+	if !o.readWhole {
+		return
 	}
+	for _, p := range o.parts {
+		if p.state == partFetching || p.sinking {
+			return
+		}
+	}
+	o.readWhole = false
+	s.cache.ReadDone(o.obj, true)
 }
 
 // openStream returns the handle's stream, opening it on first use; nil

@@ -320,3 +320,32 @@ func TestReadWholeTellsTheCacheOnceItTookEveryBlock(t *testing.T) {
 		t.Fatalf("after the last Put: ReadDone told of %v read whole, with %d of %d blocks put; want [%s], every block put", c.wholes, c.atTell, blocks, obj.Key)
 	}
 }
+
+// A part of the object that another handle holds, its bytes long in the
+// cache, does not hold back the news of a whole read.
+func TestReadWholeIsToldWhileAnotherHandleHoldsAPart(t *testing.T) {
+	ctx := testContext(t)
+	cfg := smallConfig()
+	c := &blockCache{data: map[string][]byte{}, blockSize: cfg.BlockSize}
+	s := newTestEngine(t, cfg, &fakeFetcher{}, c)
+	obj := fakeObject("held", 12*cfg.BlockSize)
+	buf := make([]byte, cfg.BlockSize)
+	other := s.OpenReader(obj, false, 0)
+	defer other.Close()
+	if _, _, err := other.ReadAt(ctx, buf, 0); err != nil {
+		t.Fatal(err)
+	}
+	r := s.OpenReader(obj, false, 0)
+	for off := int64(0); off < obj.Size; off += cfg.BlockSize {
+		if n, _, err := r.ReadAt(ctx, buf, off); (err != nil && err != io.EOF) || !bytes.Equal(buf[:n], wantBytes(obj, off, len(buf))) {
+			t.Fatalf("read at %d: %d bytes, %v", off, n, err)
+		}
+	}
+	r.Close()
+	settledStats(t, s)
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if len(c.wholes) != 1 {
+		t.Fatalf("a whole read closed while another handle holds a part of the object: ReadDone told of %v; want [%s]", c.wholes, obj.Key)
+	}
+}

@@ -30,10 +30,11 @@ import (
 //   - With the rest of its chunk, when the handle's pages are kept by the
 //     page cache (Reader.KeepsPages) and an earlier read of the object
 //     landed in the same chunk: the reader is going through the object,
-//     not looking things up in it. One GET runs from the read's block to
-//     the end of the chunk (or to the first block already fetched so);
-//     the read is answered from its first bytes, and the mount hands the
-//     part's blocks to the page cache as they arrive (lend.go), where the
+//     not looking things up in it. The run of the chunk's blocks around
+//     the read's that no part covers and no chunk fetched is fetched, in
+//     two GETs: the read's part, from its block on, first, and the blocks
+//     before it; the read is answered from its first bytes, and the mount
+//     hands the parts' blocks to the page cache as they arrive (lend.go), where the
 //     chunk's other reads find them without reaching the daemon. The page
 //     cache, not the RAM tier, keeps them: it is the one tier whose size
 //     is the machine's free memory, and the bytes are there already for
@@ -76,8 +77,8 @@ const (
 type chunkReads struct {
 	touched bitset // by chunk
 	fetched bitset // by block
-	// made counts the chunk parts made, lost the reads of blocks fetched
-	// so that reached the engine all the same.
+	// made counts the chunks fetched, lost the reads of their blocks that
+	// reached the engine all the same.
 	made, lost int
 }
 
@@ -92,8 +93,8 @@ const minChunksJudged = 8
 func (c *chunkReads) used() bool { return c.lost < minChunksJudged || c.lost*4 <= c.made }
 
 // largeReadLocked reports how st's read r, which its policy has just
-// planned, is fetched; for withChunk, the range of blocks to fetch, which
-// holds r's first block.
+// planned, is fetched; for withChunk, the run of the chunk's blocks around
+// r's that no part covers and no chunk fetched.
 func (s *Engine) largeReadLocked(st *Stream, plan Plan, r Range) (largeRead, Range) {
 	bs, ps := s.cfg.BlockSize, s.cfg.PartSize
 	if plan.Sequential || r.Len()*SmallReadsPerBlock <= bs || s.cache == nil ||
@@ -122,39 +123,56 @@ func (s *Engine) largeReadLocked(st *Stream, plan Plan, r Range) (largeRead, Ran
 	if c.touched.set(chunk) || !c.used() {
 		return exactly, Range{} // the chunk's first read
 	}
-	end := last + 1
-	for chunkEnd := min((chunk+1)*ps/bs, blocks); end < chunkEnd && !c.fetched.has(end) && s.parts.partAt(st.o, end*bs) == nil; end++ {
+	unfetched := func(b int64) bool { return !c.fetched.has(b) && s.parts.partAt(st.o, b*bs) == nil }
+	start, end := first, last+1
+	for chunkStart := chunk * ps / bs; start > chunkStart && unfetched(start-1); start-- {
 	}
-	return withChunk, Range{first * bs, min(end*bs, st.obj.Size)}
+	for chunkEnd := min((chunk+1)*ps/bs, blocks); end < chunkEnd && unfetched(end); end++ {
+	}
+	return withChunk, Range{start * bs, min(end*bs, st.obj.Size)}
 }
 
 // chunkLocked makes the parts over chunk for st's read r (largeReadLocked),
-// each lent to the page cache, and records their blocks as fetched. A part
-// the budget has no room for is left to the read's own pin, which waits
-// for room.
+// each lent to the page cache, and records their blocks as fetched: from
+// r's block to the chunk's end first, the part r waits on, then the blocks
+// before r's. Both are urgent GETs: the mount's filler waits for the
+// blocks in order, and the object's read-ahead would wait behind its
+// reads' first bytes. A part the budget has no room for is left out (r's
+// own pin waits for room for its part).
 func (s *Engine) chunkLocked(st *Stream, chunk, r Range) {
 	bs := s.cfg.BlockSize
-	for pos := chunk.Start; pos < chunk.End; {
-		gap, fromRing := s.partSource(st.o, pos, chunk.End, false)
+	from := r.Start / bs * bs
+	st.o.chunks.made++
+	if s.chunkRunLocked(st, Range{from, chunk.End}, r) {
+		s.chunkRunLocked(st, Range{chunk.Start, from}, Range{chunk.Start, from})
+	}
+}
+
+// chunkRunLocked makes the chunk parts over run, urgent for read; false
+// when the budget had no room for one.
+func (s *Engine) chunkRunLocked(st *Stream, run, read Range) bool {
+	bs := s.cfg.BlockSize
+	for pos := run.Start; pos < run.End; {
+		gap, fromRing := s.partSource(st.o, pos, run.End, false)
 		if gap.Empty() {
 			pos = gap.End + bs
 			continue
 		}
 		if !s.budget.fits(s.cfg.chargeOf(gap)) {
-			return
+			return false
 		}
-		read := Range{max(r.Start, gap.Start), min(r.End, gap.End)}
-		if read.Empty() {
-			read = Range{}
+		waits := Range{max(read.Start, gap.Start), min(read.End, gap.End)}
+		if waits.Empty() {
+			waits = Range{}
 		}
-		p := s.newPartLocked(st.o, gap, read, fromRing, forChunk)
+		p := s.newPartLocked(st.o, gap, waits, fromRing, forChunk)
 		s.holdLocked(st, p)
 		st.lendLocked(p)
 		st.o.chunks.fetched.setRange(gap.Start/bs, (gap.End+bs-1)/bs)
-		st.o.chunks.made++
 		s.stats.ChunkReads++
 		pos = gap.End
 	}
+	return true
 }
 
 // readExact fetches len(p) bytes of obj at off into p with one GET (the

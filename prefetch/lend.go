@@ -14,13 +14,13 @@ import (
 //     block it landed in, when the cache holds it whole: a fill never
 //     waits for the store for it and never starts a GET;
 //   - after a read of an object larger than the cache that fetched the
-//     rest of its chunk (exact.go), the blocks of that part, as they
+//     rest of its chunk (exact.go), the blocks of those parts, as they
 //     arrive: the part stays pinned for the fills (Stream.lent) until each
 //     of its blocks was lent, or the stream lends newer chunks.
 
 // maxLentParts bounds the chunk parts a stream keeps pinned for fills; a
 // newer one lets the oldest go, lent or not.
-const maxLentParts = 4
+const maxLentParts = 8
 
 // lentPart is a chunk part pinned for fills, and how many of its blocks
 // were lent.
@@ -49,13 +49,10 @@ func (r *Reader) FillRange(off int64, n int) (first, count int64) {
 	}
 	if st := r.currentStream(); st != nil && st.lending.Load() > 0 {
 		s.mu.Lock()
-		lp := st.lentAt(off)
-		if lp != nil {
-			first, count = lp.p.off/bs, (lp.p.end-lp.p.off+bs-1)/bs
-		}
+		run, ok := st.lentRun(off)
 		s.mu.Unlock()
-		if lp != nil {
-			return first, count
+		if ok {
+			return run.Start / bs, (run.End - run.Start + bs - 1) / bs
 		}
 	}
 	if int64(n)*SmallReadsPerBlock > bs {
@@ -174,6 +171,28 @@ func (st *Stream) lentAt(off int64) *lentPart {
 		}
 	}
 	return nil
+}
+
+// lentRun is the run of lent parts, end to end, that holds the byte at
+// off: a chunk's read part and the part of the blocks before it.
+func (st *Stream) lentRun(off int64) (Range, bool) {
+	lp := st.lentAt(off)
+	if lp == nil {
+		return Range{}, false
+	}
+	run := Range{lp.p.off, lp.p.end}
+	for grown := true; grown; {
+		grown = false
+		for _, q := range st.lent {
+			switch {
+			case q.p.end == run.Start:
+				run.Start, grown = q.p.off, true
+			case q.p.off == run.End:
+				run.End, grown = q.p.end, true
+			}
+		}
+	}
+	return run, true
 }
 
 // lentIndex is the index of p in st.lent, -1 when absent.

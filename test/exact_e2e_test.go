@@ -59,7 +59,7 @@ func TestRandomReadsOfAShardLargerThanTheCache(t *testing.T) {
 		}
 		st := mountStats(t, m.dir)
 		total := float64(end - size)
-		t.Logf("%d reads of 256 KiB over %d MiB: %.0f exact, %.0f chunk parts, %.0f blocks handed to the page cache, %.0f bytes fetched", len(offs), len(want)>>20, st["prefetch_exact_reads_total"], st["prefetch_chunk_reads_total"], st["page_cache_fills_total"], st["store_bytes_total"])
+		t.Logf("%d reads of 256 KiB over %d MiB: %.0f exact, %.0f chunk parts, %.0f blocks handed to the page cache (%.0f dropped, %.0f failed), %.0f bytes fetched", len(offs), len(want)>>20, st["prefetch_exact_reads_total"], st["prefetch_chunk_reads_total"], st["page_cache_fills_total"], st["page_cache_fills_dropped_total"], st["page_cache_fills_failed_total"], st["store_bytes_total"])
 		if st["prefetch_chunk_reads_total"] == 0 || st["page_cache_fills_total"] == 0 || st["store_bytes_total"] > 1.15*total {
 			t.Fatalf("a random pass of %d reads of 256 KiB over a %d MiB shard through a 16 MiB RAM tier: %.0f chunk parts, %.0f blocks handed to the page cache, %.0f bytes fetched for %.0f read; want chunks fetched and handed over, at most 1.15 × the bytes read",
 				len(offs), len(want)>>20, st["prefetch_chunk_reads_total"], st["page_cache_fills_total"], st["store_bytes_total"], total)

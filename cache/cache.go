@@ -22,7 +22,7 @@ type Cache struct {
 	ring  *ring          // nil when there is no usable cache dir
 	whole wholeTier      // nil without a ring or with WholeShardPercent 0 (wholefiles.go)
 	lock  *cachedir.Lock // held while ring is open
-	bufs  sync.Pool
+	bufs  *blockPool
 
 	versions *versionMemo // versionIDs of the objects read lately
 	promote  promoter     // makes whole-shard files of shards read whole (promote.go)
@@ -30,8 +30,7 @@ type Cache struct {
 	ringOff      atomic.Bool // set when ring I/O failed; the ring is then bypassed
 	ringOffWarns sync.Once
 
-	life   sync.RWMutex // see the lock order in ring.go
-	closed bool
+	life gate // admits operations until Close (gate.go); see the lock order in ring.go
 }
 
 // Open builds a cache from cfg, which must be valid. It takes the cache dir's
@@ -47,11 +46,7 @@ func Open(ctx context.Context, cfg Config, log *slog.Logger) (*Cache, error) {
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
-	c := &Cache{cfg: cfg, log: log, versions: newVersionMemo()}
-	c.bufs.New = func() any {
-		b := alignedBuffer(int(cfg.BlockSize))
-		return &b
-	}
+	c := &Cache{cfg: cfg, log: log, versions: newVersionMemo(), bufs: newBlockPool(cfg.BlockSize)}
 	if cfg.MemorySize > 0 {
 		ram, err := newMemTier(cfg.MemorySize, cfg.BlockSize, cfg.SharedMemoryDir, &c.stats)
 		if err != nil {
@@ -136,26 +131,12 @@ func (c *Cache) Room() int64 {
 // BlockSize is the size of every block but an object's last.
 func (c *Cache) BlockSize() int64 { return c.cfg.BlockSize }
 
-func (c *Cache) blockBuffer() *[]byte { return c.bufs.Get().(*[]byte) }
-
-// enter admits one operation; it fails once Close has begun.
-func (c *Cache) enter() bool {
-	c.life.RLock()
-	if c.closed {
-		c.life.RUnlock()
-		return false
-	}
-	return true
-}
-
-func (c *Cache) leave() { c.life.RUnlock() }
-
 // Stats returns a snapshot of the counters.
 func (c *Cache) Stats() Stats {
 	s := c.stats.snapshot()
-	if c.ram != nil && c.enter() {
+	if c.ram != nil && c.life.enter() {
 		s.RAMBytes = c.ram.bytes()
-		c.leave()
+		c.life.leave()
 	}
 	if c.ring != nil {
 		s.RingBytes, s.RingUsedSlots = c.ring.occupancy()
@@ -174,25 +155,21 @@ func (c *Cache) Stats() Stats {
 // Close waits for operations in flight, flushes the ring and releases the
 // cache dir. Leases still held become meaningless. Close is idempotent.
 func (c *Cache) Close() error {
-	c.stopPromoting() // before the lock: a copy holds the cache entered
-	c.life.Lock()
-	defer c.life.Unlock()
-	if c.closed {
-		return nil
-	}
-	c.closed = true
-	if c.ram != nil {
-		c.ram.close()
-	}
+	c.stopPromoting() // before the gate: a copy holds the cache entered
 	var errs []error
-	if c.ring != nil {
-		if err := c.ring.file.sync(); err != nil && !c.ringOff.Load() {
-			errs = append(errs, fmt.Errorf("flush cache ring: %w", err))
+	c.life.shut(func() {
+		if c.ram != nil {
+			c.ram.close()
 		}
-		if c.whole != nil {
-			errs = append(errs, c.whole.Close())
+		if c.ring != nil {
+			if err := c.ring.file.sync(); err != nil && !c.ringOff.Load() {
+				errs = append(errs, fmt.Errorf("flush cache ring: %w", err))
+			}
+			if c.whole != nil {
+				errs = append(errs, c.whole.Close())
+			}
+			errs = append(errs, c.ring.file.close(), c.lock.Unlock())
 		}
-		errs = append(errs, c.ring.file.close(), c.lock.Unlock())
-	}
+	})
 	return errors.Join(errs...)
 }

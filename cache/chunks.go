@@ -12,10 +12,10 @@ import "github.com/shardfs/shardfs/store"
 // A grain that fails its check drops the block, as a whole-block read
 // does.
 func (c *Cache) ReadChunks(obj store.Object, p []byte, off int64) (Tier, bool) {
-	if !insideOneBlock(obj, p, off, c.cfg.BlockSize) || !c.enter() {
+	if !insideOneBlock(obj, p, off, c.cfg.BlockSize) || !c.life.enter() {
 		return NotCached, false
 	}
-	defer c.leave()
+	defer c.life.leave()
 	bs := c.cfg.BlockSize
 	index := off / bs
 	k := blockKey{version: c.version(obj), index: index}
@@ -28,8 +28,8 @@ func (c *Cache) ReadChunks(obj store.Object, p []byte, off int64) (Tier, bool) {
 	if !ok {
 		return NotCached, false
 	}
-	bufp := c.blockBuffer()
-	defer c.bufs.Put(bufp)
+	bufp := c.bufs.get()
+	defer c.bufs.put(bufp)
 	data, err := func() ([]byte, error) {
 		defer r.unpin(ref.n)
 		return r.readRange(ref, lo, hi, *bufp)
@@ -50,10 +50,10 @@ func (c *Cache) ReadChunks(obj store.Object, p []byte, off int64) (Tier, bool) {
 // through Get). It reads no ring, and counts hits only: a caller that
 // misses goes on to a read that counts the miss.
 func (c *Cache) ReadRAM(obj store.Object, p []byte, off int64) bool {
-	if c.ram == nil || !insideOneBlock(obj, p, off, c.cfg.BlockSize) || !c.enter() {
+	if c.ram == nil || !insideOneBlock(obj, p, off, c.cfg.BlockSize) || !c.life.enter() {
 		return false
 	}
-	defer c.leave()
+	defer c.life.leave()
 	bs := c.cfg.BlockSize
 	index := off / bs
 	k := blockKey{version: c.version(obj), index: index}
@@ -70,9 +70,9 @@ func insideOneBlock(obj store.Object, p []byte, off, bs int64) bool {
 // RAMFree is how many bytes the RAM tier can take before it evicts; 0
 // without a RAM tier.
 func (c *Cache) RAMFree() int64 {
-	if c.ram == nil || !c.enter() {
+	if c.ram == nil || !c.life.enter() {
 		return 0
 	}
-	defer c.leave()
+	defer c.life.leave()
 	return c.ram.free()
 }

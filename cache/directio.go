@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"sync"
 
 	"golang.org/x/sys/unix"
 
@@ -147,3 +148,22 @@ func directInto(p []byte) bool { return aligned.Is(p) }
 // alignedBuffer returns n zeroed bytes whose address is a multiple of
 // alignment, as O_DIRECT requires.
 func alignedBuffer(n int) []byte { return aligned.Buffer(n) }
+
+// blockPool reuses aligned block buffers for the reads and writes that
+// hold one only for the call (a bounce buffer, a block a lease checks), so
+// a stream allocates nothing per block.
+type blockPool struct{ pool sync.Pool }
+
+func newBlockPool(blockSize int64) *blockPool {
+	p := &blockPool{}
+	p.pool.New = func() any {
+		b := alignedBuffer(int(blockSize))
+		return &b
+	}
+	return p
+}
+
+// get returns a buffer of one block; put gives it back.
+func (p *blockPool) get() *[]byte { return p.pool.Get().(*[]byte) }
+
+func (p *blockPool) put(b *[]byte) { p.pool.Put(b) }

@@ -39,10 +39,10 @@ func (c *Cache) Lease(obj store.Object, off, n int64) (*Lease, error) {
 	if off < 0 || n < 0 {
 		return nil, fmt.Errorf("lease %s [%d,+%d): %w", obj.Key, off, n, store.ErrInvalidRange)
 	}
-	if !c.enter() {
+	if !c.life.enter() {
 		return nil, fmt.Errorf("lease %s: cache closed: %w", obj.Key, ErrNotCached)
 	}
-	defer c.leave()
+	defer c.life.leave()
 	r := c.liveRing()
 	if r == nil {
 		return nil, fmt.Errorf("lease %s: no cache ring: %w", obj.Key, ErrNotCached)
@@ -93,8 +93,8 @@ func (c *Cache) verifyPinned(r *ring, refs []slotRef) error {
 			continue
 		}
 		if bufp == nil {
-			bufp = c.blockBuffer()
-			defer c.bufs.Put(bufp)
+			bufp = c.bufs.get()
+			defer c.bufs.put(bufp)
 		}
 		if err := r.readVerified(ref, *bufp); err != nil {
 			c.ringReadFailed(r, ref, err)
@@ -165,10 +165,10 @@ func (c *Cache) LeaseRAM(obj store.Object, off, n int64) (*Lease, error) {
 	if off < 0 || n < 0 {
 		return nil, fmt.Errorf("lease %s [%d,+%d): %w", obj.Key, off, n, store.ErrInvalidRange)
 	}
-	if !c.enter() {
+	if !c.life.enter() {
 		return nil, fmt.Errorf("lease %s: cache closed: %w", obj.Key, ErrNotCached)
 	}
-	defer c.leave()
+	defer c.life.leave()
 	end := min(off+n, obj.Size)
 	if c.ram == nil || c.ram.arena == nil || off >= end {
 		return nil, fmt.Errorf("lease %s [%d,%d) from RAM: %w", obj.Key, off, end, ErrNotCached)

@@ -42,10 +42,10 @@ type promoter struct {
 // ring or the RAM tier and the whole-shard tier has room for it. It never
 // waits.
 func (c *Cache) ReadDone(obj store.Object, whole bool) {
-	if !whole || c.whole == nil || obj.Size <= 0 || !c.enter() {
+	if !whole || c.whole == nil || obj.Size <= 0 || !c.life.enter() {
 		return
 	}
-	defer c.leave()
+	defer c.life.leave()
 	if c.whole.Has(c.wholeShard(obj)) {
 		return
 	}

@@ -35,10 +35,10 @@ func (c *Cache) readAt(obj store.Object, p []byte, off int64, promote bool) (n i
 	if off >= end {
 		return 0, true
 	}
-	if !c.enter() {
+	if !c.life.enter() {
 		return 0, false
 	}
-	defer c.leave()
+	defer c.life.leave()
 	bs := c.cfg.BlockSize
 	ver := c.version(obj)
 	var room *atomic.Int64 // bytes the RAM tier takes from this read; nil: none
@@ -131,10 +131,10 @@ func (c *Cache) Get(obj store.Object, index int64, from Tier) ([]byte, Tier, boo
 
 func (c *Cache) block(obj store.Object, index int64, from Tier) ([]byte, Tier, bool) {
 	bs := c.cfg.BlockSize
-	if index < 0 || index*bs >= obj.Size || !c.enter() {
+	if index < 0 || index*bs >= obj.Size || !c.life.enter() {
 		return nil, NotCached, false
 	}
-	defer c.leave()
+	defer c.life.leave()
 	k := blockKey{version: c.version(obj), index: index}
 	want := blockLength(obj, bs, index)
 	if from.Has(InRAM) {
@@ -312,16 +312,16 @@ func (c *Cache) readBlock(k blockKey, want, from int64, dst []byte, room *atomic
 		// bounce buffer below decides, and drops only a block that fails
 		// there.
 	}
-	bufp := c.blockBuffer()
+	bufp := c.bufs.get()
 	if !c.readRing(k, want, *bufp) {
-		c.bufs.Put(bufp)
+		c.bufs.put(bufp)
 		return false
 	}
 	copy(dst, (*bufp)[from:want])
 	c.stats.ringBytesServed.Add(uint64(len(dst)))
 	// Not promoted: the caller keeps its copy (a read-ahead part), and
 	// Block promotes what a reader will come back to.
-	c.bufs.Put(bufp)
+	c.bufs.put(bufp)
 	return true
 }
 

@@ -2,8 +2,10 @@ package cache
 
 // Lock order (take the earlier before the later, never the reverse):
 //
-//	Cache.life  RWMutex: Lookup, Get, ReadAt, Put and Lease share it; Close holds it
-//	            exclusively, so the ring file is never closed under a reader.
+//	Cache.life  gate (gate.go), an RWMutex: Lookup, Get, ReadAt, Put and Lease
+//	            enter it shared; Close shuts it, holding it exclusively, so the
+//	            ring file is never closed under a reader. The whole-shard
+//	            copies enter it (MakeWholeFile): Close stops them first.
 //	ring.mu     RWMutex: the slot table, the index, the write head and the
 //	            occupancy figures. Held only to read or change those tables,
 //	            never across I/O.

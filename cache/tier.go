@@ -52,10 +52,10 @@ const (
 // RAM block counts only when whole; a ring block is not verified until
 // read.
 func (c *Cache) Lookup(obj store.Object, index int64) Tier {
-	if index < 0 || !c.enter() {
+	if index < 0 || !c.life.enter() {
 		return NotCached
 	}
-	defer c.leave()
+	defer c.life.leave()
 	k := blockKey{version: c.version(obj), index: index}
 	t := NotCached
 	if c.ram != nil {

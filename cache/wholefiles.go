@@ -40,10 +40,10 @@ func (c *Cache) wholeShard(obj store.Object) wholefile.Shard {
 // off, the shard does not fit its quota, another call is making it, or a
 // block is not in the ring (the caller fetches it first).
 func (c *Cache) MakeWholeFile(ctx context.Context, obj store.Object) (bool, error) {
-	if c.whole == nil || obj.Size <= 0 || !c.enter() {
+	if c.whole == nil || obj.Size <= 0 || !c.life.enter() {
 		return false, nil
 	}
-	defer c.leave()
+	defer c.life.leave()
 	return c.whole.Make(ctx, c.wholeShard(obj), func(p []byte, off int64) bool {
 		n, ok := c.readAt(obj, p, off, false)
 		return ok && n == len(p)
@@ -60,19 +60,19 @@ func (c *Cache) MakeWholeFile(ctx context.Context, obj store.Object) (bool, erro
 // The caller closes the descriptor. The file may be evicted while open;
 // the descriptor keeps reading its bytes.
 func (c *Cache) OpenWholeFile(obj store.Object) (*os.File, bool) {
-	if c.whole == nil || !c.enter() {
+	if c.whole == nil || !c.life.enter() {
 		return nil, false
 	}
-	defer c.leave()
+	defer c.life.leave()
 	return c.whole.OpenFile(c.wholeShard(obj))
 }
 
 // HasWholeFile reports whether the tier holds obj's version whole.
 func (c *Cache) HasWholeFile(obj store.Object) bool {
-	if c.whole == nil || !c.enter() {
+	if c.whole == nil || !c.life.enter() {
 		return false
 	}
-	defer c.leave()
+	defer c.life.leave()
 	return c.whole.Has(c.wholeShard(obj))
 }
 

@@ -57,10 +57,10 @@ func (c *Cache) put(obj store.Object, off int64, data []byte, sums Sums, place P
 		return false
 	}
 	data = data[:min(int64(len(data)), obj.Size-off)]
-	if !c.enter() {
+	if !c.life.enter() {
 		return false
 	}
-	defer c.leave()
+	defer c.life.leave()
 	r := c.liveRing()
 	if place == ForOneShot {
 		r = nil
@@ -88,7 +88,7 @@ func (c *Cache) put(obj store.Object, off int64, data []byte, sums Sums, place P
 	var pooled []*[]byte
 	defer func() {
 		for _, b := range pooled {
-			c.bufs.Put(b)
+			c.bufs.put(b)
 		}
 	}()
 	for start := int64(0); start < int64(len(data)); start += bs {
@@ -122,7 +122,7 @@ func (c *Cache) put(obj store.Object, off int64, data []byte, sums Sums, place P
 		case directInto(chunk):
 			buf = chunk // written before put returns; never kept
 		default:
-			bufp := c.blockBuffer()
+			bufp := c.bufs.get()
 			pooled = append(pooled, bufp)
 			buf = (*bufp)[:alignUp(int64(len(chunk)))]
 			copy(buf, chunk)

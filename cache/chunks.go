@@ -21,7 +21,7 @@ func (c *Cache) ReadChunks(obj store.Object, p []byte, off int64) (Tier, bool) {
 	k := blockKey{version: c.version(obj), index: index}
 	want := blockLength(obj, bs, index)
 	lo, hi := off-index*bs, off+int64(len(p))-index*bs
-	if c.ramCopy(k, want, lo, p) {
+	if c.ram != nil && c.ram.copyOut(k, want, lo, p) {
 		return InRAM, true
 	}
 	r, ref, ok := c.pinRing(k, want)
@@ -57,7 +57,7 @@ func (c *Cache) ReadRAM(obj store.Object, p []byte, off int64) bool {
 	bs := c.cfg.BlockSize
 	index := off / bs
 	k := blockKey{version: c.version(obj), index: index}
-	return c.ramHit(k, blockLength(obj, bs, index), off-index*bs, p)
+	return c.ram.copyHit(k, blockLength(obj, bs, index), off-index*bs, p)
 }
 
 // insideOneBlock reports whether [off, off+len(p)) is a non-empty range of

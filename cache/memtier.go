@@ -21,6 +21,7 @@ import (
 type memTier struct {
 	cache *ristretto.Cache[string, memBlock]
 	arena *arena.Arena // nil: blocks on the heap
+	stats *counters    // its hits, misses, bytes served and evictions
 	// closing silences eviction counting while Close empties the cache,
 	// which ristretto reports as an eviction of every item.
 	closing atomic.Bool
@@ -35,7 +36,7 @@ type memBlock struct {
 }
 
 func newMemTier(size, blockSize int64, sharedDir string, stats *counters) (*memTier, error) {
-	m := &memTier{}
+	m := &memTier{stats: stats}
 	if sharedDir != "" {
 		a, err := arena.Open(sharedDir, size, blockSize)
 		if err != nil {
@@ -97,6 +98,43 @@ func (m *memTier) view(k blockKey, want int64, fn func([]byte)) bool {
 	defer m.arena.Unpin(v.ref)
 	fn(v.b)
 	return true
+}
+
+// block returns block k (want bytes long) as share does, counting the hit
+// or miss; callers count the bytes they serve.
+func (m *memTier) block(k blockKey, want int64) ([]byte, bool) {
+	b, ok := m.share(k, want)
+	m.count(ok)
+	return b, ok
+}
+
+// copyOut copies block k (want bytes long) from offset from into dst when
+// the tier holds it, counting the hit or miss and the bytes.
+func (m *memTier) copyOut(k blockKey, want, from int64, dst []byte) bool {
+	ok := m.copyHit(k, want, from, dst)
+	if !ok {
+		m.count(false)
+	}
+	return ok
+}
+
+// copyHit is copyOut counting a hit and its bytes only: for a caller that
+// counts its miss with the read it goes on to (ReadRAM).
+func (m *memTier) copyHit(k blockKey, want, from int64, dst []byte) bool {
+	if !m.view(k, want, func(b []byte) { copy(dst, b[from:]) }) {
+		return false
+	}
+	m.count(true)
+	m.stats.ramBytesServed.Add(uint64(len(dst)))
+	return true
+}
+
+func (m *memTier) count(hit bool) {
+	if hit {
+		m.stats.ramHits.Add(1)
+	} else {
+		m.stats.ramMisses.Add(1)
+	}
 }
 
 // share returns block k's bytes for a caller to keep: the block itself on

@@ -137,8 +137,8 @@ func (c *Cache) block(obj store.Object, index int64, from Tier) ([]byte, Tier, b
 	defer c.life.leave()
 	k := blockKey{version: c.version(obj), index: index}
 	want := blockLength(obj, bs, index)
-	if from.Has(InRAM) {
-		if b, ok := c.ramBlock(k, want); ok {
+	if from.Has(InRAM) && c.ram != nil {
+		if b, ok := c.ram.block(k, want); ok {
 			c.stats.ramBytesServed.Add(uint64(want))
 			return b, InRAM, true
 		}
@@ -159,48 +159,6 @@ func (c *Cache) block(obj store.Object, index int64, from Tier) ([]byte, Tier, b
 		c.ram.settle()
 	}
 	return b, InRing, true
-}
-
-// ramBlock looks block k (want bytes long) up in the RAM tier and counts
-// the hit or miss; callers count the bytes they serve.
-func (c *Cache) ramBlock(k blockKey, want int64) ([]byte, bool) {
-	if c.ram == nil {
-		return nil, false
-	}
-	b, ok := c.ram.share(k, want)
-	c.countRAM(ok)
-	return b, ok
-}
-
-// ramCopy copies block k (want bytes long) from offset from into dst when
-// the RAM tier holds it, counting the hit or miss and the bytes.
-func (c *Cache) ramCopy(k blockKey, want, from int64, dst []byte) bool {
-	if c.ram == nil {
-		return false
-	}
-	ok := c.ramHit(k, want, from, dst)
-	if !ok {
-		c.countRAM(false)
-	}
-	return ok
-}
-
-// ramHit is ramCopy counting a hit and its bytes only.
-func (c *Cache) ramHit(k blockKey, want, from int64, dst []byte) bool {
-	if !c.ram.view(k, want, func(b []byte) { copy(dst, b[from:]) }) {
-		return false
-	}
-	c.countRAM(true)
-	c.stats.ramBytesServed.Add(uint64(len(dst)))
-	return true
-}
-
-func (c *Cache) countRAM(hit bool) {
-	if hit {
-		c.stats.ramHits.Add(1)
-	} else {
-		c.stats.ramMisses.Add(1)
-	}
 }
 
 // readRing reads block k, want bytes long, from the ring into buf (aligned,
@@ -284,7 +242,7 @@ func (c *Cache) pinRing(k blockKey, want int64) (*ring, slotRef, bool) {
 // the ring is copied into the RAM tier when room (nil: never) has want
 // bytes left, which it then no longer has.
 func (c *Cache) readBlock(k blockKey, want, from int64, dst []byte, room *atomic.Int64) bool {
-	if c.ramCopy(k, want, from, dst) {
+	if c.ram != nil && c.ram.copyOut(k, want, from, dst) {
 		return true
 	}
 	promote := room != nil && room.Load() >= want && room.Add(-want) >= 0

@@ -24,6 +24,7 @@ type Cache struct {
 	lock  *cachedir.Lock // held while ring is open
 	bufs  *blockPool
 
+	reads    ringReader   // checked reads of ring blocks (ringread.go)
 	versions *versionMemo // versionIDs of the objects read lately
 	promote  promoter     // makes whole-shard files of shards read whole (promote.go)
 
@@ -47,6 +48,7 @@ func Open(ctx context.Context, cfg Config, log *slog.Logger) (*Cache, error) {
 		log = slog.New(slog.DiscardHandler)
 	}
 	c := &Cache{cfg: cfg, log: log, versions: newVersionMemo(), bufs: newBlockPool(cfg.BlockSize)}
+	c.reads = ringReader{live: c.liveRing, bufs: c.bufs, stats: &c.stats, log: log}
 	if cfg.MemorySize > 0 {
 		ram, err := newMemTier(cfg.MemorySize, cfg.BlockSize, cfg.SharedMemoryDir, &c.stats)
 		if err != nil {

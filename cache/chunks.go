@@ -24,22 +24,9 @@ func (c *Cache) ReadChunks(obj store.Object, p []byte, off int64) (Tier, bool) {
 	if c.ram != nil && c.ram.copyOut(k, want, lo, p) {
 		return InRAM, true
 	}
-	r, ref, ok := c.pinRing(k, want)
-	if !ok {
+	if !c.reads.readGrains(k, want, lo, hi, p) {
 		return NotCached, false
 	}
-	bufp := c.bufs.get()
-	defer c.bufs.put(bufp)
-	data, err := func() ([]byte, error) {
-		defer r.unpin(ref.n)
-		return r.readRange(ref, lo, hi, *bufp)
-	}()
-	if err != nil {
-		c.ringReadFailed(r, ref, err)
-		return NotCached, false
-	}
-	copy(p, data)
-	c.stats.ringHits.Add(1)
 	c.stats.ringBytesServed.Add(uint64(len(p)))
 	return InRing, true
 }

@@ -97,7 +97,7 @@ func (c *Cache) verifyPinned(r *ring, refs []slotRef) error {
 			defer c.bufs.put(bufp)
 		}
 		if err := r.readVerified(ref, *bufp); err != nil {
-			c.ringReadFailed(r, ref, err)
+			c.reads.failed(r, ref, err)
 			return ErrNotCached
 		}
 		r.markVerified(ref)

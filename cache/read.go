@@ -1,7 +1,6 @@
 package cache
 
 import (
-	"errors"
 	"runtime/debug"
 	"sync"
 	"sync/atomic"
@@ -146,7 +145,7 @@ func (c *Cache) block(obj store.Object, index int64, from Tier) ([]byte, Tier, b
 	if !from.Has(InRing) {
 		return nil, NotCached, false
 	}
-	b, ok := c.readRingNew(k, want)
+	b, ok := c.reads.readNew(k, want)
 	if !ok {
 		return nil, NotCached, false
 	}
@@ -159,82 +158,6 @@ func (c *Cache) block(obj store.Object, index int64, from Tier) ([]byte, Tier, b
 		c.ram.settle()
 	}
 	return b, InRing, true
-}
-
-// readRing reads block k, want bytes long, from the ring into buf (aligned,
-// at least want rounded up to the alignment, the daemon's own memory) and
-// verifies it; a block that fails is dropped. Callers count the bytes they
-// serve.
-func (c *Cache) readRing(k blockKey, want int64, buf []byte) bool {
-	return c.readRingInto(k, want, buf, true)
-}
-
-// readRingInto is readRing into buf that the daemon may not own (owned
-// false: a client's shared mapping, which the client can write at any
-// time). A mismatch there proves nothing about the ring: the block is
-// kept, and the caller reads it again into memory of its own.
-func (c *Cache) readRingInto(k blockKey, want int64, buf []byte, owned bool) bool {
-	_, ok := c.readPinned(k, want, func() []byte { return buf }, owned)
-	return ok
-}
-
-// readRingNew reads block k, want bytes long, from the ring into a buffer
-// of its own and returns the block's bytes. The buffer is allocated only
-// once the ring is known to hold the block: a miss, what every cold
-// random read meets first, costs no allocation (a zeroed block per miss
-// would cost a small random read far more than the miss itself).
-func (c *Cache) readRingNew(k blockKey, want int64) ([]byte, bool) {
-	b, ok := c.readPinned(k, want, func() []byte { return alignedBuffer(int(alignUp(want))) }, true)
-	if !ok {
-		return nil, false
-	}
-	return b[:want], true
-}
-
-// readPinned pins block k, then reads it into the buffer buf returns,
-// called only when the ring holds the block, and verifies it; it returns
-// that buffer. owned is as for readRingInto.
-func (c *Cache) readPinned(k blockKey, want int64, buf func() []byte, owned bool) ([]byte, bool) {
-	r, ref, ok := c.pinRing(k, want)
-	if !ok {
-		return nil, false
-	}
-	var b []byte
-	err := func() error {
-		// Unpinned also when buf faults (a client's mapping truncated
-		// under the read): a pin left behind holds its slot for ever.
-		defer r.unpin(ref.n)
-		b = buf()
-		return r.readVerified(ref, b)
-	}()
-	if err != nil {
-		if owned {
-			c.ringReadFailed(r, ref, err)
-		}
-		return nil, false
-	}
-	c.stats.ringHits.Add(1)
-	return b, true
-}
-
-// pinRing pins the ring slot holding block k, want bytes long; a block
-// that is not there (or not that long) counts as a ring miss. The caller
-// unpins ref.n.
-func (c *Cache) pinRing(k blockKey, want int64) (*ring, slotRef, bool) {
-	r := c.liveRing()
-	if r == nil {
-		return nil, slotRef{}, false
-	}
-	ref, ok := r.pin(k)
-	if ok && ref.length != want {
-		r.unpin(ref.n)
-		ok = false
-	}
-	if !ok {
-		c.stats.ringMisses.Add(1)
-		return nil, slotRef{}, false
-	}
-	return r, ref, true
 }
 
 // readBlock fills dst with block k's bytes from offset from, trying RAM
@@ -251,7 +174,7 @@ func (c *Cache) readBlock(k blockKey, want, from int64, dst []byte, room *atomic
 		// copied out: never taken from dst, where a client may write
 		// between the check and the copy, and every later reader would
 		// be served what it wrote.
-		b, ok := c.readRingNew(k, want)
+		b, ok := c.reads.readNew(k, want)
 		if !ok {
 			return false
 		}
@@ -262,7 +185,7 @@ func (c *Cache) readBlock(k blockKey, want, from int64, dst []byte, room *atomic
 	}
 	if from == 0 && int64(len(dst)) == want && directInto(dst) {
 		// The whole block into a buffer O_DIRECT can fill: no bounce copy.
-		if c.readRingInto(k, want, dst, false) {
+		if c.reads.readInto(k, want, dst, false) {
 			c.stats.ringBytesServed.Add(uint64(len(dst)))
 			return true
 		}
@@ -271,7 +194,7 @@ func (c *Cache) readBlock(k blockKey, want, from int64, dst []byte, room *atomic
 		// there.
 	}
 	bufp := c.bufs.get()
-	if !c.readRing(k, want, *bufp) {
+	if !c.reads.read(k, want, *bufp) {
 		c.bufs.put(bufp)
 		return false
 	}
@@ -281,17 +204,4 @@ func (c *Cache) readBlock(k blockKey, want, from int64, dst []byte, room *atomic
 	// Block promotes what a reader will come back to.
 	c.bufs.put(bufp)
 	return true
-}
-
-// ringReadFailed drops a block that could not be read back intact, so the
-// caller refetches it.
-func (c *Cache) ringReadFailed(r *ring, ref slotRef, err error) {
-	r.drop(ref)
-	c.stats.ringMisses.Add(1)
-	if errors.Is(err, errChecksum) {
-		c.stats.checksumFailures.Add(1)
-		c.log.Warn("cache block failed its checksum; dropped", "slot", ref.n, "block", ref.key.index)
-		return
-	}
-	c.log.Warn("cache block unreadable; dropped", "slot", ref.n, "block", ref.key.index, "err", err)
 }

@@ -25,6 +25,7 @@ type Cache struct {
 	bufs  *blockPool
 
 	reads    ringReader   // checked reads of ring blocks (ringread.go)
+	leases   leaser       // makes leases of ring and arena slots (lease.go)
 	versions *versionMemo // versionIDs of the objects read lately
 	promote  promoter     // makes whole-shard files of shards read whole (promote.go)
 
@@ -49,6 +50,7 @@ func Open(ctx context.Context, cfg Config, log *slog.Logger) (*Cache, error) {
 	}
 	c := &Cache{cfg: cfg, log: log, versions: newVersionMemo(), bufs: newBlockPool(cfg.BlockSize)}
 	c.reads = ringReader{live: c.liveRing, bufs: c.bufs, stats: &c.stats, log: log}
+	c.leases = leaser{blockSize: cfg.BlockSize, stats: &c.stats, bufs: c.bufs, failed: c.reads.failed}
 	if cfg.MemorySize > 0 {
 		ram, err := newMemTier(cfg.MemorySize, cfg.BlockSize, cfg.SharedMemoryDir, &c.stats)
 		if err != nil {

@@ -47,28 +47,64 @@ func (c *Cache) Lease(obj store.Object, off, n int64) (*Lease, error) {
 	if r == nil {
 		return nil, fmt.Errorf("lease %s: no cache ring: %w", obj.Key, ErrNotCached)
 	}
+	return c.leases.ofRing(r, obj, c.version(obj), off, min(off+n, obj.Size))
+}
+
+// LeaseRAM pins the RAM tier's slots holding obj's bytes from off on, up
+// to off+n (clipped to obj.Size), as far as the tier holds them whole and
+// leases may pin (half its slots), and describes where those bytes lie in
+// the tier's shared file: the extents cover a prefix of the range. It is
+// ErrNotCached when the tier is not shared (Config.SharedMemoryDir) or
+// pins no block at off. The tier holds only bytes that passed their checks
+// (from the store, or read back from the ring and verified).
+func (c *Cache) LeaseRAM(obj store.Object, off, n int64) (*Lease, error) {
+	if off < 0 || n < 0 {
+		return nil, fmt.Errorf("lease %s [%d,+%d): %w", obj.Key, off, n, store.ErrInvalidRange)
+	}
+	if !c.life.enter() {
+		return nil, fmt.Errorf("lease %s: cache closed: %w", obj.Key, ErrNotCached)
+	}
+	defer c.life.leave()
 	end := min(off+n, obj.Size)
-	refs, ok := c.pinRange(r, obj, off, end)
+	if c.ram == nil || c.ram.arena == nil || off >= end {
+		return nil, fmt.Errorf("lease %s [%d,%d) from RAM: %w", obj.Key, off, end, ErrNotCached)
+	}
+	return c.leases.ofRAM(c.ram, obj, c.version(obj), off, end)
+}
+
+// leaser makes the cache's leases: it pins the slots of a range, checks
+// ring slots not checked since Open, and maps the range onto the slots.
+type leaser struct {
+	blockSize int64
+	stats     *counters
+	bufs      *blockPool
+	failed    func(r *ring, ref slotRef, err error) // drops a slot that failed its check (ringReader.failed)
+}
+
+// ofRing leases the ring slots of every block of obj (version ver)
+// overlapping [off, end), all or none, checking each not checked since
+// Open.
+func (l *leaser) ofRing(r *ring, obj store.Object, ver versionID, off, end int64) (*Lease, error) {
+	refs, ok := l.pinRange(r, obj, ver, off, end)
 	if !ok {
 		return nil, fmt.Errorf("lease %s [%d,%d): %w", obj.Key, off, end, ErrNotCached)
 	}
-	l := &Lease{ring: r, stats: &c.stats}
+	ls := &Lease{ring: r, stats: l.stats}
 	for _, ref := range refs {
-		l.slots = append(l.slots, ref.n)
+		ls.slots = append(ls.slots, ref.n)
 	}
-	if err := c.verifyPinned(r, refs); err != nil {
-		l.unpin()
+	if err := l.verifyPinned(r, refs); err != nil {
+		ls.unpin()
 		return nil, fmt.Errorf("lease %s [%d,%d): %w", obj.Key, off, end, err)
 	}
-	l.extents = extentsOf(r, refs, c.cfg.BlockSize, off, end)
-	c.stats.leases.Add(1)
-	return l, nil
+	ls.extents = extentsOf(r, refs, l.blockSize, off, end)
+	l.stats.leases.Add(1)
+	return ls, nil
 }
 
 // pinRange pins the slots of every block overlapping [off, end), all or none.
-func (c *Cache) pinRange(r *ring, obj store.Object, off, end int64) ([]slotRef, bool) {
-	bs := c.cfg.BlockSize
-	ver := c.version(obj)
+func (l *leaser) pinRange(r *ring, obj store.Object, ver versionID, off, end int64) ([]slotRef, bool) {
+	bs := l.blockSize
 	r.mu.RLock()
 	defer r.mu.RUnlock()
 	var refs []slotRef
@@ -86,23 +122,44 @@ func (c *Cache) pinRange(r *ring, obj store.Object, off, end int64) ([]slotRef, 
 }
 
 // verifyPinned CRC-checks pinned slots not checked since Open.
-func (c *Cache) verifyPinned(r *ring, refs []slotRef) error {
+func (l *leaser) verifyPinned(r *ring, refs []slotRef) error {
 	var bufp *[]byte
 	for _, ref := range refs {
 		if ref.verified {
 			continue
 		}
 		if bufp == nil {
-			bufp = c.bufs.get()
-			defer c.bufs.put(bufp)
+			bufp = l.bufs.get()
+			defer l.bufs.put(bufp)
 		}
 		if err := r.readVerified(ref, *bufp); err != nil {
-			c.reads.failed(r, ref, err)
+			l.failed(r, ref, err)
 			return ErrNotCached
 		}
 		r.markVerified(ref)
 	}
 	return nil
+}
+
+// ofRAM leases the arena slots of m (a shared tier) holding obj's blocks
+// (version ver) from off on, up to end, as far as m holds them whole and
+// leases may pin.
+func (l *leaser) ofRAM(m *memTier, obj store.Object, ver versionID, off, end int64) (*Lease, error) {
+	bs := l.blockSize
+	first, last := off/bs, (end-1)/bs
+	refs := m.pinPrefix(ver, first, last, func(i int64) int64 { return blockLength(obj, bs, i) })
+	if len(refs) == 0 {
+		return nil, fmt.Errorf("lease %s at %d from RAM: %w", obj.Key, off, ErrNotCached)
+	}
+	a := m.arena
+	ls := &Lease{arena: a, refs: refs, stats: l.stats}
+	for i, ref := range refs {
+		start := (first + int64(i)) * bs
+		lo, hi := max(off, start), min(end, start+bs)
+		ls.extents = appendExtent(ls.extents, Extent{Path: a.Path(), Offset: a.Offset(ref) + lo - start, Length: hi - lo, FileOffset: lo})
+	}
+	l.stats.leases.Add(1)
+	return ls, nil
 }
 
 // extentsOf maps [off, end) onto the pinned slots, merging blocks whose
@@ -152,40 +209,4 @@ func (l *Lease) unpin() {
 	if l.arena != nil {
 		l.arena.UnpinLease(l.refs)
 	}
-}
-
-// LeaseRAM pins the RAM tier's slots holding obj's bytes from off on, up
-// to off+n (clipped to obj.Size), as far as the tier holds them whole and
-// leases may pin (half its slots), and describes where those bytes lie in
-// the tier's shared file: the extents cover a prefix of the range. It is
-// ErrNotCached when the tier is not shared (Config.SharedMemoryDir) or
-// pins no block at off. The tier holds only bytes that passed their checks
-// (from the store, or read back from the ring and verified).
-func (c *Cache) LeaseRAM(obj store.Object, off, n int64) (*Lease, error) {
-	if off < 0 || n < 0 {
-		return nil, fmt.Errorf("lease %s [%d,+%d): %w", obj.Key, off, n, store.ErrInvalidRange)
-	}
-	if !c.life.enter() {
-		return nil, fmt.Errorf("lease %s: cache closed: %w", obj.Key, ErrNotCached)
-	}
-	defer c.life.leave()
-	end := min(off+n, obj.Size)
-	if c.ram == nil || c.ram.arena == nil || off >= end {
-		return nil, fmt.Errorf("lease %s [%d,%d) from RAM: %w", obj.Key, off, end, ErrNotCached)
-	}
-	bs := c.cfg.BlockSize
-	first, last := off/bs, (end-1)/bs
-	refs := c.ram.pinPrefix(c.version(obj), first, last, func(i int64) int64 { return blockLength(obj, bs, i) })
-	if len(refs) == 0 {
-		return nil, fmt.Errorf("lease %s at %d from RAM: %w", obj.Key, off, ErrNotCached)
-	}
-	a := c.ram.arena
-	l := &Lease{arena: a, refs: refs, stats: &c.stats}
-	for i, ref := range refs {
-		start := (first + int64(i)) * bs
-		lo, hi := max(off, start), min(end, start+bs)
-		l.extents = appendExtent(l.extents, Extent{Path: a.Path(), Offset: a.Offset(ref) + lo - start, Length: hi - lo, FileOffset: lo})
-	}
-	c.stats.leases.Add(1)
-	return l, nil
 }

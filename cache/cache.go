@@ -10,6 +10,7 @@ import (
 
 	"github.com/shardfs/shardfs/cache/cachedir"
 	"github.com/shardfs/shardfs/cache/wholefile"
+	"github.com/shardfs/shardfs/store"
 )
 
 // Cache holds blocks of object versions in a RAM tier and a persistent
@@ -27,7 +28,7 @@ type Cache struct {
 	reads    ringReader   // checked reads of ring blocks (ringread.go)
 	leases   leaser       // makes leases of ring and arena slots (lease.go)
 	versions *versionMemo // versionIDs of the objects read lately
-	promote  promoter     // makes whole-shard files of shards read whole (promote.go)
+	promote  *promoter    // makes whole-shard files of shards read whole (promote.go)
 
 	ringOff      atomic.Bool // set when ring I/O failed; the ring is then bypassed
 	ringOffWarns sync.Once
@@ -51,6 +52,14 @@ func Open(ctx context.Context, cfg Config, log *slog.Logger) (*Cache, error) {
 	c := &Cache{cfg: cfg, log: log, versions: newVersionMemo(), bufs: newBlockPool(cfg.BlockSize)}
 	c.reads = ringReader{live: c.liveRing, bufs: c.bufs, stats: &c.stats, log: log}
 	c.leases = leaser{blockSize: cfg.BlockSize, stats: &c.stats, bufs: c.bufs, failed: c.reads.failed}
+	c.promote = &promoter{
+		lookup:      c.Lookup,
+		makeFile:    c.MakeWholeFile,
+		markChecked: func(obj store.Object) { c.whole.MarkChecked(c.wholeShard(obj)) },
+		blockSize:   cfg.BlockSize,
+		log:         log,
+		queueFull:   &c.stats.wholeQueueFull,
+	}
 	if cfg.MemorySize > 0 {
 		ram, err := newMemTier(cfg.MemorySize, cfg.BlockSize, cfg.SharedMemoryDir, &c.stats)
 		if err != nil {
@@ -159,7 +168,7 @@ func (c *Cache) Stats() Stats {
 // Close waits for operations in flight, flushes the ring and releases the
 // cache dir. Leases still held become meaningless. Close is idempotent.
 func (c *Cache) Close() error {
-	c.stopPromoting() // before the gate: a copy holds the cache entered
+	c.promote.stop() // before the gate: a copy holds the cache entered
 	var errs []error
 	c.life.shut(func() {
 		if c.ram != nil {

@@ -2,7 +2,9 @@ package cache
 
 import (
 	"context"
+	"log/slog"
 	"sync"
+	"sync/atomic"
 
 	"github.com/shardfs/shardfs/store"
 )
@@ -26,9 +28,18 @@ const promoteQueue = 64
 // promoters is how many copies run at once.
 const promoters = 2
 
-// promoter runs the copies. It is started by the first shard read whole
-// and stopped by Close.
+// promoter runs the copies: it owns their queue, their goroutines and the
+// context that ends them. It is started by the first shard queued and
+// stopped by Close. It reaches the cache only through the functions it
+// is given.
 type promoter struct {
+	lookup      func(obj store.Object, index int64) Tier                  // Cache.Lookup
+	makeFile    func(ctx context.Context, obj store.Object) (bool, error) // Cache.MakeWholeFile
+	markChecked func(obj store.Object)                                    // remembers obj's new file as checked
+	blockSize   int64
+	log         *slog.Logger
+	queueFull   *atomic.Uint64 // shards dropped for a full queue
+
 	once   sync.Once
 	queue  chan store.Object
 	ctx    context.Context
@@ -49,41 +60,50 @@ func (c *Cache) ReadDone(obj store.Object, whole bool) {
 	if c.whole.Has(c.wholeShard(obj)) {
 		return
 	}
-	p := &c.promote
+	c.promote.add(obj)
+}
+
+// add queues obj to be made a whole-shard file, starting the copies the
+// first time; a shard that finds the queue full is dropped and counted.
+func (p *promoter) add(obj store.Object) {
 	p.once.Do(func() {
 		p.queue = make(chan store.Object, promoteQueue)
 		p.ctx, p.cancel = context.WithCancel(context.Background())
 		for range promoters {
-			p.wg.Go(c.promoteLoop)
+			p.wg.Go(p.loop)
 		}
 	})
 	select {
 	case p.queue <- obj:
 	default:
-		c.stats.wholeQueueFull.Add(1)
+		p.queueFull.Add(1)
 	}
 }
 
-// promoteLoop makes whole-shard files of the shards queued, in order,
-// until Close; promoters of it run at once.
-func (c *Cache) promoteLoop() {
-	p := &c.promote
+// loop makes whole-shard files of the shards queued, in order, until
+// stop; promoters of it run at once.
+func (p *promoter) loop() {
 	for {
 		select {
 		case <-p.ctx.Done():
 			return
 		case obj := <-p.queue:
-			if !c.holdsAll(obj) {
-				continue // a block is missing: the copy would stop at it
-			}
-			made, err := c.MakeWholeFile(p.ctx, obj)
-			switch {
-			case err != nil && p.ctx.Err() == nil:
-				c.log.Warn("whole-shard file of a shard read whole not made", "key", obj.Key, "err", err)
-			case made:
-				c.whole.MarkChecked(c.wholeShard(obj))
-			}
+			p.promoteOne(obj)
 		}
+	}
+}
+
+// promoteOne makes obj a whole-shard file when every block of it is held.
+func (p *promoter) promoteOne(obj store.Object) {
+	if !p.holdsAll(obj) {
+		return // a block is missing: the copy would stop at it
+	}
+	made, err := p.makeFile(p.ctx, obj)
+	switch {
+	case err != nil && p.ctx.Err() == nil:
+		p.log.Warn("whole-shard file of a shard read whole not made", "key", obj.Key, "err", err)
+	case made:
+		p.markChecked(obj)
 	}
 }
 
@@ -91,20 +111,19 @@ func (c *Cache) promoteLoop() {
 // tier (a stream's first blocks, fetched before it was known to stream,
 // are in RAM alone): a copy that would stop at a missing block is not
 // started.
-func (c *Cache) holdsAll(obj store.Object) bool {
-	bs := c.cfg.BlockSize
+func (p *promoter) holdsAll(obj store.Object) bool {
+	bs := p.blockSize
 	for i := int64(0); i*bs < obj.Size; i++ {
-		if c.Lookup(obj, i) == NotCached {
+		if p.lookup(obj, i) == NotCached {
 			return false
 		}
 	}
 	return true
 }
 
-// stopPromoting ends the background copies, those running included, and
-// waits for them.
-func (c *Cache) stopPromoting() {
-	p := &c.promote
+// stop ends the background copies, those running included, and waits for
+// them.
+func (p *promoter) stop() {
 	p.once.Do(func() {}) // no copier starts after this
 	if p.cancel != nil {
 		p.cancel()

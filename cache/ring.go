@@ -4,7 +4,7 @@ package cache
 //
 //	Cache.life  gate (gate.go), an RWMutex: Lookup, Get, ReadAt, Put and Lease
 //	            enter it shared; Close shuts it, holding it exclusively, so the
-//	            ring file is never closed under a reader. The whole-shard
+//	            ring file is never closed under a reader. The promoter's
 //	            copies enter it (MakeWholeFile): Close stops them first.
 //	ring.mu     RWMutex: the slot table, the index, the write head and the
 //	            occupancy figures. Held only to read or change those tables,

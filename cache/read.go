@@ -125,10 +125,6 @@ func isMemoryFault(r any) bool {
 // are reused); a block read from the ring is promoted to RAM, where the
 // caller is likely to come back for it.
 func (c *Cache) Get(obj store.Object, index int64, from Tier) ([]byte, Tier, bool) {
-	return c.block(obj, index, from)
-}
-
-func (c *Cache) block(obj store.Object, index int64, from Tier) ([]byte, Tier, bool) {
 	bs := c.cfg.BlockSize
 	if index < 0 || index*bs >= obj.Size || !c.life.enter() {
 		return nil, NotCached, false
@@ -201,7 +197,7 @@ func (c *Cache) readBlock(k blockKey, want, from int64, dst []byte, room *atomic
 	copy(dst, (*bufp)[from:want])
 	c.stats.ringBytesServed.Add(uint64(len(dst)))
 	// Not promoted: the caller keeps its copy (a read-ahead part), and
-	// Block promotes what a reader will come back to.
+	// Get promotes what a reader will come back to.
 	c.bufs.put(bufp)
 	return true
 }

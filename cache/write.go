@@ -140,8 +140,10 @@ func (c *Cache) put(obj store.Object, off int64, data []byte, sums Sums, place P
 		})
 	}
 	c.stats.puts.Add(uint64(len(blocks)))
-	if r != nil {
-		c.writeRing(r, obj, blocks)
+	if r != nil && len(blocks) > 0 {
+		key := c.cfg.key(obj)
+		named := slotHeader{Object: objectIDOf(c.cfg.Namespace, key), Namespace: c.cfg.Namespace, Key: key, ETag: obj.ETag}
+		r.writeBlocks(blocks, named, c.disableRing)
 	}
 	if inMemory && len(blocks) > 0 {
 		for _, b := range blocks {
@@ -154,22 +156,24 @@ func (c *Cache) put(obj store.Object, off int64, data []byte, sums Sums, place P
 	return kept
 }
 
-// writeRing stores blocks in consecutive ring slots where it can, the data
-// of paged blocks through the page cache.
-func (c *Cache) writeRing(r *ring, obj store.Object, blocks []pendingBlock) {
+// writeBlocks stores blocks in consecutive ring slots where it can, the
+// data of paged blocks through the page cache, each slot's header naming
+// the object as named does. A write that fails calls failed (the cache
+// switches the ring off) and aborts the blocks after it.
+func (r *ring) writeBlocks(blocks []pendingBlock, named slotHeader, failed func(error)) {
 	keys := make([]blockKey, len(blocks))
 	for i, b := range blocks {
 		keys[i] = b.key
 	}
 	slots := r.claim(keys)
 	hdr := alignedBuffer(headerSize)
-	failed := false
+	broken := false
 	for i, b := range blocks {
 		n := slots[i]
 		if n < 0 {
 			continue
 		}
-		if failed {
+		if broken {
 			r.abort(n)
 			continue
 		}
@@ -180,18 +184,13 @@ func (c *Cache) writeRing(r *ring, obj store.Object, blocks []pendingBlock) {
 		} else {
 			chunks, grains = sumBlock(b.data[:b.size], r.grain())
 		}
-		h := slotHeader{
-			Generation: r.generation(n),
-			Index:      b.index,
-			Length:     b.size,
-			ChunkSize:  r.chunk(),
-			Chunks:     chunks,
-			Grains:     grains,
-			Object:     objectIDOf(c.cfg.Namespace, c.cfg.key(obj)),
-			Namespace:  c.cfg.Namespace,
-			Key:        c.cfg.key(obj),
-			ETag:       obj.ETag,
-		}
+		h := named
+		h.Generation = r.generation(n)
+		h.Index = b.index
+		h.Length = b.size
+		h.ChunkSize = r.chunk()
+		h.Chunks = chunks
+		h.Grains = grains
 		if err := h.encode(hdr); err != nil {
 			// A name too long for a header stays in RAM only.
 			r.abort(n)
@@ -199,14 +198,14 @@ func (c *Cache) writeRing(r *ring, obj store.Object, blocks []pendingBlock) {
 		}
 		if err := r.write(n, b.data, hdr, b.paged); err != nil {
 			r.abort(n)
-			c.disableRing(err)
-			failed = true
+			failed(err)
+			broken = true
 			continue
 		}
 		r.commit(n, b.size, chunks, grains.tableSum())
-		c.stats.ringWrites.Add(1)
+		r.stats.ringWrites.Add(1)
 		if summed {
-			c.stats.ringPresummed.Add(1)
+			r.stats.ringPresummed.Add(1)
 		}
 	}
 }

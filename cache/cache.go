@@ -14,7 +14,14 @@ import (
 )
 
 // Cache holds blocks of object versions in a RAM tier and a persistent
-// ring. It is safe for concurrent use.
+// ring. It is safe for concurrent use. It composes the types that do the
+// work, each with one job: the RAM tier (memTier, memtier.go: its blocks
+// and its counted reads), the ring (ring, ring.go: its slots, their index
+// and their writes), the ring's checked reads (ringReader, ringread.go),
+// the leases (leaser, lease.go), the whole-shard files (wholeTier,
+// wholefiles.go) and the copies that make them of shards read whole
+// (promoter, promote.go). Cache itself keeps the public API, where the
+// tiers are combined, the ring's switch, and the gate that Close shuts.
 type Cache struct {
 	cfg   Config
 	log   *slog.Logger
@@ -70,39 +77,44 @@ func Open(ctx context.Context, cfg Config, log *slog.Logger) (*Cache, error) {
 	if cfg.Dir == "" {
 		return c, nil
 	}
-	if err := c.openRing(ctx); err != nil {
+	r, w, lock, err := openDir(ctx, cfg, &c.stats, log)
+	if err != nil {
 		if c.ram != nil {
 			c.ram.close()
 		}
 		return nil, err
 	}
+	c.ring, c.whole, c.lock = r, w, lock
 	return c, nil
 }
 
-func (c *Cache) openRing(ctx context.Context) error {
-	if err := cachedir.CheckDir(c.cfg.Dir); err != nil {
-		return err
+// openDir takes cfg.Dir's lock and opens its ring and, with
+// WholeShardPercent, its whole-shard files (nil without); on failure it
+// leaves nothing open.
+func openDir(ctx context.Context, cfg Config, stats *counters, log *slog.Logger) (*ring, wholeTier, *cachedir.Lock, error) {
+	if err := cachedir.CheckDir(cfg.Dir); err != nil {
+		return nil, nil, nil, err
 	}
-	lock, err := cachedir.LockDir(c.cfg.Dir)
+	lock, err := cachedir.LockDir(cfg.Dir)
 	if err != nil {
-		return err
+		return nil, nil, nil, err
 	}
-	r, err := openRing(ctx, c.cfg, &c.stats, c.log)
+	r, err := openRing(ctx, cfg, stats, log)
 	if err != nil {
 		lock.Unlock()
-		return err
+		return nil, nil, nil, err
 	}
-	if p := c.cfg.WholeShardPercent; p > 0 {
-		w, err := wholefile.Open(c.cfg.Dir, wholeQuota(r.geo.fileSize(), p), c.log)
+	var whole wholeTier
+	if p := cfg.WholeShardPercent; p > 0 {
+		w, err := wholefile.Open(cfg.Dir, wholeQuota(r.geo.fileSize(), p), log)
 		if err != nil {
 			r.file.close()
 			lock.Unlock()
-			return err
+			return nil, nil, nil, err
 		}
-		c.whole = w
+		whole = w
 	}
-	c.ring, c.lock = r, lock
-	return nil
+	return r, whole, lock, nil
 }
 
 // liveRing returns the ring, or nil when it is absent or switched off.

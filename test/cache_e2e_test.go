@@ -273,8 +273,10 @@ func TestCacheStaysWithinSize(t *testing.T) {
 	newBucket(t, bucket, content)
 	dir := t.TempDir()
 	// The ring alone: the mount makes no whole-shard files. Every block
-	// read goes to it, however the disk keeps pace (--cache-lag wait).
-	cache := append(cacheFlags(dir, "32MiB"), "--whole-shard-percent", "0", "--cache-lag", "wait")
+	// read goes to it, however the disk keeps pace (--cache-lag wait), and
+	// no other block does (no next-shard read-ahead), so that the count of
+	// ring writes says which objects are in the ring.
+	cache := append(cacheFlags(dir, "32MiB"), "--whole-shard-percent", "0", "--cache-lag", "wait", "--prefetch-next", "0")
 
 	m := mountShardfs(t, "s3://"+bucket, cache...)
 	var most, mostAllocated int64
@@ -306,9 +308,9 @@ func TestCacheStaysWithinSize(t *testing.T) {
 		// slots are being written: a reader faster than the disk could
 		// leave blocks of the last objects out of the ring, and the
 		// remount below would fetch them again. Waiting for the objects
-		// read so far to reach the ring (next-shard read-ahead may have
-		// written more) keeps the blocks being written far below the
-		// ring's slots.
+		// read so far to reach the ring keeps the blocks being written far
+		// below the ring's slots, and the last object whole in the ring
+		// before the unmount.
 		waitStat(t, m.dir, "cache_ring_writes_total", float64((i+1)*objSize>>20))
 	}
 	st := mountStats(t, m.dir)

@@ -136,6 +136,23 @@ func (g *getPool) urgeLocked(p *part) {
 	g.enqueueLocked(p)
 }
 
+// needRestLocked is told that a read waits on p's bytes up to end. When
+// they lie past p's head, the rest is fetched now: a parked rest starts,
+// and a head GET still running does not park it. Without this, a read that
+// was counted as the object's next read before p was made (it waited for
+// budget meanwhile) would wait on a rest that waits for yet another read.
+func (g *getPool) needRestLocked(p *part, end int64) {
+	if !p.headPending || end <= p.off+p.head {
+		return
+	}
+	p.restNeeded = true
+	if p.state == partParked {
+		g.restStartsLocked(p)
+		p.to(evResume)
+		g.enqueueLocked(p)
+	}
+}
+
 // firstBytesLocked records that p, which a read waited on, has its first
 // bytes or has ended, and starts the read-ahead deferred behind it.
 func (g *getPool) firstBytesLocked(p *part) {
@@ -335,7 +352,7 @@ func (g *getPool) parkAfterHead(p *part, n int) bool {
 	p.arrived.set(p.fetched) // a fetcher need not report progress
 	// A part kept for the cache has its rest fetched at once: parked, it
 	// would wait for a read of the object that may never come.
-	if !p.live() || g.closed || p.o.reads != p.madeAtRead || p.why.keptUntilCached() {
+	if !p.live() || g.closed || p.o.reads != p.madeAtRead || p.restNeeded || p.why.keptUntilCached() {
 		g.restStartsLocked(p)
 		return false
 	}

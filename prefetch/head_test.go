@@ -150,3 +150,43 @@ func TestHeadsOffFetchTheWholePartAtOnce(t *testing.T) {
 		t.Fatalf("fetched %d bytes for the first read, want at least its block of %d", got, cfg.BlockSize)
 	}
 }
+
+// A read that counted itself as the object's next read before a small read
+// made a head part over the same bytes (it waited for budget in between)
+// and then pins that part gets the part's rest: the rest must not park
+// waiting for a read that has already come. Made in a synctest bubble, so
+// that the pin lands while the head's GET is held.
+func TestAReadPinnedOnAHeadPartMadeAfterItGetsTheRest(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		ctx := testContext(t)
+		cfg := headConfig()
+		f := &fakeFetcher{hold: make(chan struct{}), holdIf: func(_ store.Object, off int64) bool { return off == 0 }}
+		s := newTestEngine(t, cfg, f, nil)
+		obj := fakeObject("counted", 16<<10)
+		st := s.Open(obj)
+		defer st.Close()
+		small := make(chan error, 1)
+		go func() { small <- readCheck(ctx, st, obj, make([]byte, 512), 0) }()
+		synctest.Wait() // the small read made the part; its head GET is held
+		big := make(chan error, 1)
+		go func() {
+			// The larger read's applyLocked ran before the part existed:
+			// it pins the part without counting again.
+			p, err := st.pin(ctx, 0, 4<<10, 4<<10, false)
+			if err != nil {
+				big <- err
+				return
+			}
+			_, _, err = st.serve(ctx, p, 0, 4<<10, false, make([]byte, 4<<10))
+			big <- err
+		}()
+		synctest.Wait()
+		f.hold <- struct{}{} // the head answers
+		if err := <-small; err != nil {
+			t.Fatal(err)
+		}
+		if err := <-big; err != nil {
+			t.Fatalf("a read pinned on a head part made after it counted itself: %v; want the part's rest fetched", err)
+		}
+	})
+}

@@ -81,6 +81,7 @@ type part struct {
 	head, fetched int64
 	madeAtRead    uint64
 	headPending   bool // the rest's GET has not started: counted in o.heads
+	restNeeded    bool // a read waits on bytes past the head (getPool.needRestLocked)
 	// fromRing: the ring held every block when the part was made, so it
 	// is read from there; cleared if the ring then fails it.
 	fromRing bool

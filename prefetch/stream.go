@@ -259,6 +259,7 @@ func (st *Stream) pin(ctx context.Context, pos, readEnd, needEnd int64, sequenti
 		if p != nil {
 			s.holdLocked(st, p)
 			s.gets.urgeLocked(p)
+			s.gets.needRestLocked(p, readEnd)
 			p.pins++
 			s.stats.ReadPins++
 			return p, nil

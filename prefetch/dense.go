@@ -98,10 +98,10 @@ func Classify(a RandomAccess) Density {
 // randomAccess records the distinct blocks random reads touched in one
 // object version, and whether its rest is being fetched.
 type randomAccess struct {
-	touched []uint64 // bit per block
-	count   int64    // bits set
-	taken   int64    // bytes asked for by reads that set a bit (RandomAccess.Taken)
-	dense   bool     // the background fetch started; it is never started twice
+	touched bitset // by block
+	count   int64  // bits set
+	taken   int64  // bytes asked for by reads that set a bit (RandomAccess.Taken)
+	dense   bool   // the background fetch started; it is never started twice
 }
 
 // maxTrackedBlocks bounds the bitset of one object (512 KiB at 1 MiB
@@ -115,14 +115,9 @@ const maxTrackedObjects = 4096
 
 // touch records that block index was read and reports whether it was new.
 func (a *randomAccess) touch(index int64) bool {
-	if index < 0 || index/64 >= int64(len(a.touched)) {
+	if !a.touched.set(index) {
 		return false
 	}
-	w, bit := index/64, uint64(1)<<(index%64)
-	if a.touched[w]&bit != 0 {
-		return false
-	}
-	a.touched[w] |= bit
 	a.count++
 	return true
 }

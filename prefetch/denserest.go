@@ -45,7 +45,7 @@ func (d *denseRest) noteLocked(o *object, need Range, asked int64, scheduled boo
 		if len(d.access) >= maxTrackedObjects {
 			clear(d.access)
 		}
-		a = &randomAccess{touched: make([]uint64, (blocks+63)/64)}
+		a = &randomAccess{touched: newBitset(blocks)}
 		d.access[id] = a
 	}
 	if a.dense {

@@ -67,7 +67,7 @@ const (
 	throughParts largeRead = iota
 	// exactly: one GET of its own bytes.
 	exactly
-	// withChunk: through a part that runs on to the end of its chunk,
+	// withChunk: with the chunk's other blocks no part covers, in parts
 	// lent to the page cache.
 	withChunk
 )
@@ -202,7 +202,8 @@ func (s *Engine) readExact(ctx context.Context, obj store.Object, p []byte, off 
 	return n, err
 }
 
-// bitset is a fixed number of bits.
+// bitset is a fixed number of bits: blocks or chunks of one object (the
+// chunk reads here, the density rule's touched blocks in dense.go).
 type bitset []uint64
 
 func newBitset(n int64) bitset { return make(bitset, (n+63)/64) }

@@ -160,3 +160,11 @@ func syncDir(dir string) error {
 	defer d.Close()
 	return d.Sync()
 }
+
+// WriteAt writes p at off (pwrite), for a file written out of order; safe
+// for concurrent use on disjoint ranges.
+func (f *File) WriteAt(p []byte, off int64) (int, error) { return f.pending.WriteAt(p, off) }
+
+// Truncate sets the file's size, for a file whose last write was padded
+// (an O_DIRECT write of a whole aligned buffer).
+func (f *File) Truncate(size int64) error { return f.pending.Truncate(size) }

@@ -36,6 +36,7 @@ type Cache struct {
 	leases   leaser       // makes leases of ring and arena slots (lease.go)
 	versions *versionMemo // versionIDs of the objects read lately
 	promote  *promoter    // makes whole-shard files of shards read whole (promote.go)
+	builds   builds       // whole-shard files written while their shards are read (build.go)
 
 	ringOff      atomic.Bool // set when ring I/O failed; the ring is then bypassed
 	ringOffWarns sync.Once
@@ -62,10 +63,12 @@ func Open(ctx context.Context, cfg Config, log *slog.Logger) (*Cache, error) {
 	c.promote = &promoter{
 		lookup:      c.Lookup,
 		makeFile:    c.MakeWholeFile,
+		finishFile:  c.finishWholeFile,
 		markChecked: func(obj store.Object) { c.whole.MarkChecked(c.wholeShard(obj)) },
 		blockSize:   cfg.BlockSize,
 		log:         log,
 		queueFull:   &c.stats.wholeQueueFull,
+		asRead:      &c.stats.wholeAsRead,
 	}
 	if cfg.MemorySize > 0 {
 		ram, err := newMemTier(cfg.MemorySize, cfg.BlockSize, cfg.SharedMemoryDir, &c.stats)
@@ -191,6 +194,7 @@ func (c *Cache) Close() error {
 				errs = append(errs, fmt.Errorf("flush cache ring: %w", err))
 			}
 			if c.whole != nil {
+				c.builds.abandonAll()
 				errs = append(errs, c.whole.Close())
 			}
 			errs = append(errs, c.ring.file.close(), c.lock.Unlock())

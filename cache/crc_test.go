@@ -38,21 +38,6 @@ func TestSumBlockChunksMatchTheirBytes(t *testing.T) {
 	}
 }
 
-// The table shifter combines as the bit-serial product does, for every
-// shift a ring uses and odd ones.
-func TestCRCShifterCombinesAsCrcMul(t *testing.T) {
-	rng := rand.New(rand.NewPCG(3, 4))
-	for _, n := range []int64{1, 7, 4096, grainSizeFor(1 << 20), grainSizeFor(3 << 20), 1 << 20} {
-		sh := shifterFor(n)
-		for range 1000 {
-			a, b := rng.Uint32(), rng.Uint32()
-			if got, want := sh.combine(a, b), crcCombine(a, b, crcShift(n)); got != want {
-				t.Fatalf("shift %d: combine(%08x, %08x) = %08x, crcCombine %08x", n, a, b, got, want)
-			}
-		}
-	}
-}
-
 func BenchmarkSumBlock(b *testing.B) {
 	data := make([]byte, 1<<20)
 	grain := grainSizeFor(int64(len(data)))

@@ -43,9 +43,11 @@
 // version, under CACHE_DIR/shards (package cache/wholefile, behind
 // wholeTier in wholefiles.go): offsets equal to the shard's, so the kernel
 // can read them in place of the mount (FUSE passthrough). This package
-// names each shard for them and makes a file only from verified ring
-// blocks, by warm or, in a mount, for a shard a handle read whole
-// (promote.go); the files' journal and their checks are wholefile's. They
+// names each shard for them and makes a file only from verified blocks:
+// by warm, from the ring; in a mount, for a shard a handle read whole,
+// written from the blocks Put stores as the shard is read (build.go) or
+// copied from the ring after (promote.go); the files' journal and their
+// checks are wholefile's. They
 // share the one size bound (Config.WholeShardPercent of Size; the ring
 // gets the rest).
 //

@@ -4,6 +4,8 @@ import (
 	"encoding/binary"
 	"errors"
 	"hash/crc32"
+
+	"github.com/shardfs/shardfs/cache/internal/crc32c"
 )
 
 // A slot header is one aligned sector written after the slot's data. Its own
@@ -93,7 +95,7 @@ func sumBlock(data []byte, grain int64) (chunks chunkSums, grains grainSums) {
 // chunksOf combines the chunk CRCs of a block of length bytes from the
 // CRCs of its grains, without reading the block.
 func chunksOf(grains *grainSums, length, grain int64) (chunks chunkSums) {
-	full := shifterFor(grain) // the same for every grain but a short last one
+	full := crc32c.ShifterFor(grain) // the same for every grain but a short last one
 	for i := 0; int64(i)*grain < length; i++ {
 		lo := int64(i) * grain
 		hi := min(lo+grain, length)
@@ -102,12 +104,28 @@ func chunksOf(grains *grainSums, length, grain int64) (chunks chunkSums) {
 		case i%grainsPerChunk == 0:
 			*c = grains[i]
 		case hi-lo == grain:
-			*c = full.combine(*c, grains[i])
+			*c = full.Combine(*c, grains[i])
 		default:
-			*c = crcCombine(*c, grains[i], crcShift(hi-lo))
+			*c = crc32c.Combine(*c, grains[i], crc32c.Shift(hi-lo))
 		}
 	}
 	return chunks
+}
+
+// blockSumOf is the CRC32C of a block of length bytes from its chunks'
+// CRCs, without reading the block: what a whole-shard file written from
+// the block sums it by.
+func blockSumOf(chunks *chunkSums, length, chunk int64) uint32 {
+	sum := chunks[0]
+	full := crc32c.ShifterFor(chunk)
+	for i := int64(1); i*chunk < length; i++ {
+		if n := min(chunk, length-i*chunk); n == chunk {
+			sum = full.Combine(sum, chunks[i])
+		} else {
+			sum = crc32c.Combine(sum, chunks[i], crc32c.Shift(n))
+		}
+	}
+	return sum
 }
 
 // tableSum is the CRC32C of the grain CRCs as the header stores them: what

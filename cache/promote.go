@@ -6,20 +6,22 @@ import (
 	"sync"
 	"sync/atomic"
 
+	"github.com/shardfs/shardfs/cache/wholefile"
 	"github.com/shardfs/shardfs/store"
 )
 
 // A shard a mount has read whole is kept as a whole-shard file, so that its
 // next open is passed through to the kernel as after `shardfs warm`: a
 // later pass over a data set then costs the daemon opens, not reads. The
-// file is made from the shard's blocks in the ring and the RAM tier, each
-// checked, in the background (MakeWholeFile), so that the pass
-// that read it does not wait for the copy; it is remembered as checked
-// (wholefile's MarkChecked), its bytes summed as they were copied, so its
-// first open does not read it again. Two copies run at once: a pass over
-// a data set closes its shards faster than one copy makes their files,
-// and a file not made when the next pass opens its shard leaves that
-// open to the daemon.
+// promoter finishes in the background the files written while their
+// shards were read (build.go), and makes the others from the shard's
+// blocks in the ring and the RAM tier, each checked (MakeWholeFile), so
+// that the pass that read a shard does not wait for its file; a file is
+// remembered as checked (wholefile's MarkChecked), its bytes summed as they
+// were written, so its first open does not read it again. Two run at once:
+// a pass over a data set closes its shards faster than one copy makes
+// their files, and a file not made when the next pass opens its shard
+// leaves that open to the daemon.
 
 // promoteQueue bounds the shards waiting to be made whole files; past it
 // ReadDone drops them (a later whole read asks again).
@@ -33,50 +35,72 @@ const promoters = 2
 // stopped by Close. It reaches the cache only through the functions it
 // is given.
 type promoter struct {
-	lookup      func(obj store.Object, index int64) Tier                  // Cache.Lookup
-	makeFile    func(ctx context.Context, obj store.Object) (bool, error) // Cache.MakeWholeFile
-	markChecked func(obj store.Object)                                    // remembers obj's new file as checked
+	lookup      func(obj store.Object, index int64) Tier                                        // Cache.Lookup
+	makeFile    func(ctx context.Context, obj store.Object) (bool, error)                       // Cache.MakeWholeFile
+	finishFile  func(ctx context.Context, obj store.Object, b *wholefile.Builder) (bool, error) // Cache.finishWholeFile
+	markChecked func(obj store.Object)                                                          // remembers obj's new file as checked
 	blockSize   int64
 	log         *slog.Logger
 	queueFull   *atomic.Uint64 // shards dropped for a full queue
+	asRead      *atomic.Uint64 // files finished that were written while read
 
 	once   sync.Once
-	queue  chan store.Object
+	queue  chan promotion
 	ctx    context.Context
 	cancel context.CancelFunc
 	wg     sync.WaitGroup
 }
 
+// promotion is a shard read whole, with its file when one was written
+// while it was read (build.go).
+type promotion struct {
+	obj  store.Object
+	file *wholefile.Builder // nil: copied from the ring and the RAM tier
+}
+
 // ReadDone tells the cache that a handle reading obj closed, and whether
 // it read obj from its first byte to its last. A shard read whole is made
-// a whole-shard file in the background when every block of it is in the
-// ring or the RAM tier and the whole-shard tier has room for it. It never
-// waits.
+// a whole-shard file in the background: the file written while it was
+// read (ReadingWhole) is finished, or, without one, its blocks are copied
+// when every one is in the ring or the RAM tier and the whole-shard tier
+// has room. A handle that did not read whole lets the file written for
+// it go, once no other handle reads the shard whole. It never waits for
+// a copy.
 func (c *Cache) ReadDone(obj store.Object, whole bool) {
-	if !whole || c.whole == nil || obj.Size <= 0 || !c.life.enter() {
+	if c.whole == nil || obj.Size <= 0 || !c.life.enter() {
 		return
 	}
 	defer c.life.leave()
-	if c.whole.Has(c.wholeShard(obj)) {
-		return
+	file := c.builds.end(c.version(obj), whole)
+	switch {
+	case !whole:
+		if file != nil {
+			file.Abandon()
+		}
+	case file == nil && c.whole.Has(c.wholeShard(obj)):
+	default:
+		c.promote.add(promotion{obj: obj, file: file})
 	}
-	c.promote.add(obj)
 }
 
-// add queues obj to be made a whole-shard file, starting the copies the
-// first time; a shard that finds the queue full is dropped and counted.
-func (p *promoter) add(obj store.Object) {
+// add queues a shard to be made a whole-shard file, starting the copies
+// the first time; a shard that finds the queue full is dropped and
+// counted.
+func (p *promoter) add(w promotion) {
 	p.once.Do(func() {
-		p.queue = make(chan store.Object, promoteQueue)
+		p.queue = make(chan promotion, promoteQueue)
 		p.ctx, p.cancel = context.WithCancel(context.Background())
 		for range promoters {
 			p.wg.Go(p.loop)
 		}
 	})
 	select {
-	case p.queue <- obj:
+	case p.queue <- w:
 	default:
 		p.queueFull.Add(1)
+		if w.file != nil {
+			w.file.Abandon()
+		}
 	}
 }
 
@@ -87,23 +111,34 @@ func (p *promoter) loop() {
 		select {
 		case <-p.ctx.Done():
 			return
-		case obj := <-p.queue:
-			p.promoteOne(obj)
+		case w := <-p.queue:
+			p.promoteOne(w)
 		}
 	}
 }
 
-// promoteOne makes obj a whole-shard file when every block of it is held.
-func (p *promoter) promoteOne(obj store.Object) {
-	if !p.holdsAll(obj) {
+// promoteOne finishes w's file, or makes one when every block of the
+// shard is held.
+func (p *promoter) promoteOne(w promotion) {
+	obj := w.obj
+	var made bool
+	var err error
+	switch {
+	case w.file != nil:
+		made, err = p.finishFile(p.ctx, obj, w.file)
+	case !p.holdsAll(obj):
 		return // a block is missing: the copy would stop at it
+	default:
+		made, err = p.makeFile(p.ctx, obj)
 	}
-	made, err := p.makeFile(p.ctx, obj)
 	switch {
 	case err != nil && p.ctx.Err() == nil:
 		p.log.Warn("whole-shard file of a shard read whole not made", "key", obj.Key, "err", err)
 	case made:
 		p.markChecked(obj)
+		if w.file != nil {
+			p.asRead.Add(1)
+		}
 	}
 }
 
@@ -122,11 +157,23 @@ func (p *promoter) holdsAll(obj store.Object) bool {
 }
 
 // stop ends the background copies, those running included, and waits for
-// them.
+// them; the files written while read that were still queued are
+// abandoned.
 func (p *promoter) stop() {
 	p.once.Do(func() {}) // no copier starts after this
-	if p.cancel != nil {
-		p.cancel()
-		p.wg.Wait()
+	if p.cancel == nil {
+		return
+	}
+	p.cancel()
+	p.wg.Wait()
+	for {
+		select {
+		case w := <-p.queue:
+			if w.file != nil {
+				w.file.Abandon()
+			}
+		default:
+			return
+		}
 	}
 }

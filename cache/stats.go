@@ -32,6 +32,7 @@ type Stats struct {
 	WholeBytes       int64  // their bytes
 	WholeQuota       int64  // bytes they may use
 	WholeMade        uint64 // whole-shard files made
+	WholeAsRead      uint64 // of WholeMade, files written while their shards were read (build.go), not copied after
 	WholeEvictions   uint64 // whole-shard files unlinked for room
 	WholeOpens       uint64 // descriptors of whole-shard files handed out
 	WholeChecks      uint64 // whole-shard files read and CRC-checked before a descriptor was handed out
@@ -48,7 +49,7 @@ type counters struct {
 	puts, ringWrites, evictions, checksumFailures    atomic.Uint64
 	ringPresummed                                    atomic.Uint64
 	leases                                           atomic.Int64
-	wholeQueueFull                                   atomic.Uint64
+	wholeQueueFull, wholeAsRead                      atomic.Uint64
 }
 
 func (k *counters) snapshot() Stats {
@@ -68,5 +69,6 @@ func (k *counters) snapshot() Stats {
 		ChecksumFailures: k.checksumFailures.Load(),
 		Leases:           k.leases.Load(),
 		WholeQueueFull:   k.wholeQueueFull.Load(),
+		WholeAsRead:      k.wholeAsRead.Load(),
 	}
 }

@@ -18,6 +18,7 @@ import (
 // wholeTier is what the cache needs of its whole-shard files.
 type wholeTier interface {
 	Make(ctx context.Context, s wholefile.Shard, read wholefile.ReadFunc) (bool, error)
+	Begin(s wholefile.Shard, blockSize int64) (*wholefile.Builder, bool, error)
 	OpenFile(s wholefile.Shard) (*os.File, bool)
 	Has(s wholefile.Shard) bool
 	MarkChecked(s wholefile.Shard)
@@ -44,10 +45,28 @@ func (c *Cache) MakeWholeFile(ctx context.Context, obj store.Object) (bool, erro
 		return false, nil
 	}
 	defer c.life.leave()
-	return c.whole.Make(ctx, c.wholeShard(obj), func(p []byte, off int64) bool {
+	return c.whole.Make(ctx, c.wholeShard(obj), c.checkedRead(obj))
+}
+
+// finishWholeFile finishes obj's file written while it was read
+// (build.go), its missing blocks read from the ring and the RAM tier, each
+// checked.
+func (c *Cache) finishWholeFile(ctx context.Context, obj store.Object, b *wholefile.Builder) (bool, error) {
+	if !c.life.enter() {
+		b.Abandon()
+		return false, nil
+	}
+	defer c.life.leave()
+	return b.Finish(ctx, c.checkedRead(obj))
+}
+
+// checkedRead reads obj's bytes from the ring and the RAM tier for a
+// whole-shard file, every block checked against its CRCs.
+func (c *Cache) checkedRead(obj store.Object) wholefile.ReadFunc {
+	return func(p []byte, off int64) bool {
 		n, ok := c.readAt(obj, p, off, false)
 		return ok && n == len(p)
-	})
+	}
 }
 
 // OpenWholeFile returns a read-only descriptor of obj's whole-shard file

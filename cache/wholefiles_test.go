@@ -18,9 +18,13 @@ import (
 
 // wholeConfig is a ring of slots blocks beside whole-shard files of about
 // the same size (half of the cache each).
-func wholeConfig(dir string, slots int64) Config {
+func wholeConfig(dir string, slots int64) Config { return wholeShareConfig(dir, slots, 50) }
+
+// wholeShareConfig is a ring of slots blocks beside whole-shard files
+// that take percent of the cache.
+func wholeShareConfig(dir string, slots int64, percent int) Config {
 	cfg := ringConfig(dir, slots)
-	cfg.WholeShardPercent = 50
+	cfg.WholeShardPercent = percent
 	cfg.Size = sizeForRing(cfg.Size, cfg.WholeShardPercent)
 	cfg.SizeGiven = true
 	return cfg

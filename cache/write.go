@@ -14,6 +14,11 @@ type pendingBlock struct {
 	paged bool   // written to the ring through the page cache (ringFile.writePaged)
 	sums  Sums   // the grain CRCs of the run data came in, when summed as it arrived
 	at    int64  // where data starts in that run
+
+	// Set by ring.writeBlocks: the block is in the ring, and sum is the
+	// CRC32C of its bytes.
+	inRing bool
+	sum    uint32
 }
 
 // Put caches data, the bytes of obj from block index on, where place
@@ -144,6 +149,7 @@ func (c *Cache) put(obj store.Object, off int64, data []byte, sums Sums, place P
 		key := c.cfg.key(obj)
 		named := slotHeader{Object: objectIDOf(c.cfg.Namespace, key), Namespace: c.cfg.Namespace, Key: key, ETag: obj.ETag}
 		r.writeBlocks(blocks, named, c.disableRing)
+		c.builds.write(ver, blocks)
 	}
 	if inMemory && len(blocks) > 0 {
 		for _, b := range blocks {
@@ -158,7 +164,7 @@ func (c *Cache) put(obj store.Object, off int64, data []byte, sums Sums, place P
 
 // writeBlocks stores blocks in consecutive ring slots where it can, the
 // data of paged blocks through the page cache, each slot's header naming
-// the object as named does. A write that fails calls failed (the cache
+// the object as named does, and marks each block it stored (inRing, sum). A write that fails calls failed (the cache
 // switches the ring off) and aborts the blocks after it.
 func (r *ring) writeBlocks(blocks []pendingBlock, named slotHeader, failed func(error)) {
 	keys := make([]blockKey, len(blocks))
@@ -203,6 +209,7 @@ func (r *ring) writeBlocks(blocks []pendingBlock, named slotHeader, failed func(
 			continue
 		}
 		r.commit(n, b.size, chunks, grains.tableSum())
+		blocks[i].inRing, blocks[i].sum = true, blockSumOf(&chunks, b.size, r.chunk())
 		r.stats.ringWrites.Add(1)
 		if summed {
 			r.stats.ringPresummed.Add(1)

@@ -479,6 +479,7 @@ func (c warmCache) ReadChunks(obj store.Object, p []byte, off int64) (cache.Tier
 
 func (c warmCache) RAMFree() int64              { return 1 << 40 }
 func (c warmCache) ReadDone(store.Object, bool) {}
+func (c warmCache) ReadingWhole(store.Object)   {}
 
 func (c warmCache) ReadRAM(store.Object, []byte, int64) bool { return false }
 

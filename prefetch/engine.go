@@ -106,6 +106,10 @@ type Cache interface {
 	// ReadRAM copies a read inside one block that the RAM tier holds,
 	// and nothing else.
 	ReadRAM(obj store.Object, p []byte, off int64) bool
+	// ReadingWhole says a handle reads obj in order from its first byte:
+	// the cache may write obj's whole-shard file from the blocks it is
+	// given, as they arrive.
+	ReadingWhole(obj store.Object)
 	// ReadDone says a handle reading obj closed, and whether it read obj
 	// from its first byte to its last: the cache may keep a shard read
 	// whole as a whole-shard file. It never waits.

@@ -95,6 +95,12 @@ func (p *Policy) Sequential() bool { return p.sequential }
 // its first byte to its last in one run, with no seek.
 func (p *Policy) Whole() bool { return p.started && p.runStart == 0 && p.front >= p.size }
 
+// FromStart reports whether the handle is in a sequential run from the
+// object's first byte that has read n bytes, or all of a smaller object.
+func (p *Policy) FromStart(n int64) bool {
+	return p.started && p.sequential && p.runStart == 0 && p.front >= min(n, p.size)
+}
+
 // Read records a read of n bytes at off and returns what to fetch.
 func (p *Policy) Read(off, n int64) Plan {
 	off = min(max(off, 0), p.size)

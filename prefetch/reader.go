@@ -66,7 +66,8 @@ func (r *Reader) FillCache() {
 
 // Close releases the handle's stream; reads after it fail. A handle that
 // read its object whole tells the cache, which may keep it as a
-// whole-shard file for the next open (Cache.ReadDone). One-shot reads
+// whole-shard file for the next open (Cache.ReadDone); one that told the
+// cache it reads its object whole and did not, tells it so. One-shot reads
 // (the GPU interface's READ, one reader per range) do not: a range read
 // into a client's buffer is not an open that the kernel will make again.
 func (r *Reader) Close() {
@@ -83,10 +84,14 @@ func (r *Reader) Close() {
 	r.last.data = nil
 	r.last.mu.Unlock()
 	if r.stream != nil {
-		whole := r.s.cache != nil && !r.oneShot && r.stream.readWhole()
+		whole, told := r.stream.readWhole()
+		whole = whole && r.s.cache != nil && !r.oneShot
 		r.stream.Close()
-		if whole {
+		switch {
+		case whole:
 			r.s.readWhole(r.stream)
+		case told:
+			r.s.cache.ReadDone(r.obj, false) // the object's file is not finished for this handle
 		}
 		r.stream = nil
 	}
@@ -132,11 +137,12 @@ func (r *Reader) openStream() *Stream {
 	defer r.mu.Unlock()
 	if r.stream == nil && !r.closed {
 		r.stream = r.s.OpenBy(r.obj, r.opener)
-		if r.keepsPages {
-			r.s.mu.Lock()
-			r.stream.keepsPages = true
-			r.s.mu.Unlock()
+		r.s.mu.Lock()
+		r.stream.keepsPages = r.keepsPages
+		if r.s.cache != nil && !r.oneShot {
+			r.stream.wholeFile = wholeFileLater
 		}
+		r.s.mu.Unlock()
 	}
 	return r.stream
 }

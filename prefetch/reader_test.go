@@ -23,6 +23,14 @@ type blockCache struct {
 	mu     sync.Mutex
 	reads  int
 	wholes []string // keys ReadDone was told were read whole
+	begun  []string // keys ReadingWhole was told of
+	ended  []string // keys ReadDone was told were not read whole
+}
+
+func (c *blockCache) ReadingWhole(obj store.Object) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.begun = append(c.begun, obj.Key)
 }
 
 func (c *blockCache) Lookup(obj store.Object, index int64) cache.Tier {
@@ -200,6 +208,8 @@ func (c *blockCache) ReadDone(obj store.Object, whole bool) {
 	defer c.mu.Unlock()
 	if whole {
 		c.wholes = append(c.wholes, obj.Key)
+	} else {
+		c.ended = append(c.ended, obj.Key)
 	}
 }
 
@@ -241,15 +251,27 @@ func TestReadWholeTellsTheCache(t *testing.T) {
 	// Every byte, but the second half in two runs out of order, each a
 	// seek past the reorder window.
 	seeked := append(append(append([]int64{}, half...), rest[13:]...), rest[:13]...)
+	read(all[:wholeFileAfter-1]...)
+	if len(c.begun) != 0 || len(c.ended) != 0 {
+		t.Fatalf("a read of the first %d blocks told the cache of a whole read begun %d times, ended %d times; want none", wholeFileAfter-1, len(c.begun), len(c.ended))
+	}
 	read(half...)
 	read(seeked...)
 	read()
 	if len(c.wholes) != 0 {
 		t.Fatalf("ReadDone told of %v read whole after half a read, a read of every byte in three runs and a one-shot read of all of it", c.wholes)
 	}
+	// The half read and the seeked one each began a whole read from the
+	// first byte and ended it without one; the one-shot read began none.
+	if len(c.begun) != 2 || len(c.ended) != 2 {
+		t.Fatalf("half a read, a seeked read and a one-shot read told the cache of a whole read begun %d times and not finished %d times; want 2 and 2", len(c.begun), len(c.ended))
+	}
 	read(all...)
 	if len(c.wholes) != 1 || c.wholes[0] != obj.Key {
 		t.Fatalf("ReadDone told of %v read whole after a whole read, want [%s]", c.wholes, obj.Key)
+	}
+	if len(c.begun) != 3 || len(c.ended) != 2 {
+		t.Fatalf("a whole read told the cache of a whole read begun %d times in all, not finished %d times; want 3 and 2", len(c.begun), len(c.ended))
 	}
 }
 

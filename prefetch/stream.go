@@ -40,6 +40,34 @@ type Stream struct {
 	// sequential is policy.Sequential() as of the policy's last read, for
 	// Sequential, which a read asks before it takes s.mu (readsRandomly).
 	sequential atomic.Bool
+
+	// wholeFile: whether the cache is told that the stream reads its
+	// object whole (Cache.ReadingWhole), and whether it was.
+	wholeFile wholeFileAsk
+}
+
+// wholeFileAsk is where a stream stands with Cache.ReadingWhole.
+type wholeFileAsk uint8
+
+const (
+	wholeFileNever wholeFileAsk = iota // no cache, or a one-shot reader
+	wholeFileLater                     // told once its run from the first byte is wholeFileAfter blocks long
+	wholeFileAsked                     // told: the cache writes the object's file as its blocks arrive
+)
+
+// wholeFileAfter is how many blocks a stream reads in order from its
+// object's first byte before the cache is told it reads the object whole:
+// a reader of one member of a shard, or of its header, starts no file.
+const wholeFileAfter = 4
+
+// askWholeLocked reports whether the cache is to be told now that the
+// stream reads its object whole, and marks it told.
+func (st *Stream) askWholeLocked() bool {
+	if st.wholeFile != wholeFileLater || !st.policy.FromStart(wholeFileAfter*st.s.cfg.BlockSize) {
+		return false
+	}
+	st.wholeFile = wholeFileAsked
+	return true
 }
 
 // Open starts a stream over obj. If the start of obj was prefetched
@@ -147,7 +175,11 @@ func (st *Stream) read(ctx context.Context, p []byte, off int64, inPlace bool) (
 		s.applyLocked(st, plan, end-off, Range{off, end})
 	}
 	s.sched.readLocked(st.obj, Range{off, end})
+	askWhole := st.askWholeLocked()
 	s.mu.Unlock()
+	if askWhole {
+		s.cache.ReadingWhole(st.obj)
+	}
 
 	cached = true
 	for pos := off; pos < end; {
@@ -380,11 +412,11 @@ func (st *Stream) creditLocked(p *part, n int64, sequential bool) {
 }
 
 // readWhole reports whether the stream's reads covered its object whole,
-// in one run.
-func (st *Stream) readWhole() bool {
+// in one run, and whether the cache was told it reads the object whole.
+func (st *Stream) readWhole() (whole, told bool) {
 	st.s.mu.Lock()
 	defer st.s.mu.Unlock()
-	return st.policy.Whole()
+	return st.policy.Whole(), st.wholeFile == wholeFileAsked
 }
 
 // Sequential reports whether the stream's policy is in a sequential run,

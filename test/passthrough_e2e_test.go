@@ -279,6 +279,11 @@ func TestShardReadWholeIsPassedThroughNextOpen(t *testing.T) {
 	checkShards(t, m.dir, e2e.objects)
 	whole := nonEmpty(e2e.objects)
 	waitStat(t, m.dir, "cache_whole_files", float64(len(whole)))
+	// The large shard, read in order from its first byte, was written to
+	// its file as it was read, not copied from the ring after.
+	if st := mountStats(t, m.dir); st["cache_whole_as_read_total"] < 1 {
+		t.Errorf("%v whole-shard files written as their shards were read, want at least 1 (%s)", st["cache_whole_as_read_total"], largeKey)
+	}
 	for _, o := range e2e.objects {
 		dropPageCache(t, m.path(o.key))
 	}

@@ -101,9 +101,10 @@ func (f fetcher) ReadRange(ctx context.Context, obj store.Object, off int64, p [
 }
 
 // sink is the cache as the engine sees it: every hand-off is counted in
-// handoffs once the cache took it, and a reader's close is not passed on
-// (Cache.ReadDone would queue the shard for a whole-shard file of the
-// cache's own making; Run makes it itself).
+// handoffs once the cache took it, and neither a reader's whole read nor
+// its close is passed on (Cache.ReadingWhole and Cache.ReadDone would
+// make the shard a whole-shard file of the cache's own making; Run makes
+// it itself).
 type sink struct {
 	*cache.Cache
 	h *handoffs
@@ -120,6 +121,7 @@ func (s sink) Keep(obj store.Object, index int64, data []byte, sums cache.Sums, 
 	return kept
 }
 
+func (sink) ReadingWhole(store.Object)   {}
 func (sink) ReadDone(store.Object, bool) {}
 
 var _ prefetch.Cache = sink{}

@@ -23,3 +23,7 @@ func Buffer(n int) []byte {
 func Is(p []byte) bool {
 	return len(p) > 0 && len(p)%Size == 0 && uintptr(unsafe.Pointer(&p[0]))%Size == 0
 }
+
+// Up rounds n up to a multiple of Size: the length of an O_DIRECT write
+// of n bytes padded with zeros.
+func Up(n int64) int64 { return (n + Size - 1) / Size * Size }

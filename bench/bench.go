@@ -6,6 +6,16 @@
 // same package holds the driver of `shardfs bench run` (driver.go) and its
 // report (report.go); the workloads themselves never mount anything and
 // know nothing of shardfs' internals.
+//
+// The driver gives every pass a deadline (Run.Timeout: the scenario's or
+// the workload's timeout_s, else one derived from the workload's
+// parameters). A pass past it is ended (deadline.go): its readers killed
+// as one process group, a shardfs daemon's goroutines dumped (SIGQUIT),
+// the mount unmounted, lazily when busy, a daemon that does not exit
+// killed, and its FUSE connection aborted as the last resort; the row is recorded as failed,
+// "timeout after Ns", with what was done, and the driver goes on. Each
+// row names the tree of the shardfs binary it measured, as that binary's
+// --version says (version.go), not the tree the driver runs from.
 package bench
 
 import (

@@ -9,6 +9,7 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+	"time"
 )
 
 // target is where one run's workload reads, and what its commands need.
@@ -73,14 +74,14 @@ func workloadCommand(r Run, t target) ([]string, headline, error) {
 		argv = []string{"fio", "--name=" + r.Workload.Name, "--filename=" + filepath.Join(t.Dir, p.str("file", datasetFile(0))),
 			"--rw=" + p.str("rw", "randread"), "--bs=" + p.str("bs", "256k"), "--numjobs=" + strconv.Itoa(jobs),
 			"--size=" + strconv.FormatInt(slice, 10), "--offset_increment=" + strconv.FormatInt(slice, 10),
-			"--ioengine=psync", "--invalidate=0", "--runtime=" + p.str("runtime", "60"),
+			"--ioengine=psync", "--invalidate=0", "--runtime=" + p.str("runtime", defaultRuntime),
 			"--group_reporting", "--output-format=json"}
 		h = headline{"mibps", true}
 	case "accelerators":
 		argv = []string{t.Python, filepath.Join(t.Root, "bench", "accelerators.py"), t.Dir,
 			"--model", p.str("model", "resnet50"), "--accelerators", p.str("accelerators", "1"),
 			"--batch", p.str("batch", "32"), "--compute-time", p.str("compute_time", "0.1"),
-			"--workers", p.str("workers", "2"), "--window", p.str("window_s", "30")}
+			"--workers", p.str("workers", "2"), "--window", p.str("window_s", defaultWindowS)}
 		h = headline{"au", true}
 	case "command":
 		repl := strings.NewReplacer("{dir}", t.Dir, "{data}", t.Data, "{tmp}", t.Tmp, "{source}", t.Source, "{shardfs}", t.Shardfs,
@@ -95,6 +96,51 @@ func workloadCommand(r Run, t target) ([]string, headline, error) {
 	}
 	return argv, h, p.err
 }
+
+// The defaults of the parameters that bound a workload's time, shared by
+// its command and its timeout.
+const (
+	defaultWindowS = "30" // accelerators: the measured window, seconds
+	defaultRuntime = "60" // fio: its runtime cap, seconds
+)
+
+// What a pass's timeout is made of when the scenario names none:
+// timeoutBase for what every workload does besides its own reading
+// (interpreters and DataLoader workers starting, a cold mount's first
+// opens through the remote store, a daemon's counters read at the end),
+// and on top of it the reading its parameters bound. slowestRate is well
+// under what one stream of a peer gets through the remote store the
+// scenarios emulate, so that a slow system still finishes while a stuck
+// one is ended.
+const (
+	timeoutBase = 10 * time.Minute
+	slowestRate = 10e6 // bytes per second
+)
+
+// Timeout is how long one pass of r's workload may run before the driver
+// ends it: the workload's timeout_s, else the scenario's, else
+// timeoutBase plus twice the accelerators' measured window, twice fio's
+// runtime, or, for every other kind, the data set read whole at
+// slowestRate. Always whole seconds, as the records name it.
+func (r Run) Timeout() time.Duration {
+	switch {
+	case r.Workload.TimeoutS > 0:
+		return wholeSeconds(r.Workload.TimeoutS)
+	case r.Scenario.TimeoutS > 0:
+		return wholeSeconds(r.Scenario.TimeoutS)
+	}
+	p := params{name: r.Workload.Name, m: r.Params}
+	switch r.Workload.Kind {
+	case "accelerators":
+		return timeoutBase + wholeSeconds(2*p.float("window_s", defaultWindowS))
+	case "fio":
+		return timeoutBase + wholeSeconds(2*p.float("runtime", defaultRuntime))
+	}
+	return timeoutBase + wholeSeconds(float64(r.Dataset.Bytes())/slowestRate)
+}
+
+// wholeSeconds is s seconds, rounded up to a whole second.
+func wholeSeconds(s float64) time.Duration { return time.Duration(math.Ceil(s)) * time.Second }
 
 // datasetFile is the name of a files data set's i-th object.
 func datasetFile(i int) string { return fmt.Sprintf("file-%06d.bin", i) }
@@ -121,6 +167,17 @@ func (p *params) str(key, def string) string {
 		p.err = fmt.Errorf("workload %q: parameter %s: want a number or a string, got %v", p.name, key, v)
 	}
 	return def
+}
+
+// float is a non-negative number; a bad one is workloadCommand's error to
+// report, and reads as def here.
+func (p *params) float(key, def string) float64 {
+	d, _ := strconv.ParseFloat(def, 64)
+	v, err := strconv.ParseFloat(p.str(key, def), 64)
+	if err != nil || v < 0 {
+		return d
+	}
+	return v
 }
 
 func (p *params) int(key string, def int) int {

@@ -47,7 +47,8 @@ const (
 // MinIO (and Toxiproxy for remote stores), generates and uploads the data
 // sets it lacks, and stops and unmounts everything it started, also when
 // a run fails. A failed run is recorded with its error and the driver
-// goes on; the error returned names how many failed.
+// goes on, a pass past its deadline too (await); the error returned
+// names how many failed.
 func Drive(ctx context.Context, o Options, scenarios []*Scenario) error {
 	unlock, err := lock(o.Lock, o.Log)
 	if err != nil {
@@ -64,8 +65,7 @@ func Drive(ctx context.Context, o Options, scenarios []*Scenario) error {
 		return err
 	}
 	defer res.Close()
-	d := &driver{o: o, results: json.NewEncoder(res), mnt: filepath.Join(o.Out, "mnt"),
-		tree: gitDescribe(o.Root), machine: thisMachine(), uploaded: map[string]bool{}, warmed: map[string]bool{}}
+	d := newDriver(o, res)
 	minio, err := startMinIO(ctx, o)
 	if err != nil {
 		return err
@@ -87,17 +87,29 @@ func Drive(ctx context.Context, o Options, scenarios []*Scenario) error {
 	return nil
 }
 
+func newDriver(o Options, results io.Writer) *driver {
+	return &driver{o: o, results: json.NewEncoder(results), mnt: filepath.Join(o.Out, "mnt"), source: gitDescribe(o.Root),
+		trees: map[string]string{}, machine: thisMachine(), uploaded: map[string]bool{}, warmed: map[string]bool{},
+		start: startReaders, dropCaches: dropCaches}
+}
+
 type driver struct {
 	o        Options
-	results  *json.Encoder
+	results  *json.Encoder // one write per row: a row is in the file once it is measured
 	mnt      string
-	tree     string
+	source   string            // git describe of o.Root
+	trees    map[string]string // the tree of each shardfs binary measured, by path
 	machine  Machine
 	minio    *server
 	proxy    *server
 	proxyURL string
 	uploaded map[string]bool // data set prefixes in the bucket
 	warmed   map[string]bool // cache dirs filled by shardfs warm
+	// start starts a pass's workload (startReaders) and dropCaches drops
+	// the page cache: the tests' stand-ins touch no process and no
+	// cache of the box.
+	start      func(*exec.Cmd) (proc, error)
+	dropCaches func() error
 }
 
 func (d *driver) scenario(ctx context.Context, s *Scenario) (failed, total int, err error) {
@@ -123,17 +135,21 @@ func (d *driver) scenario(ctx context.Context, s *Scenario) (failed, total int, 
 		}
 		fmt.Fprintf(d.o.Log, "[%s %d/%d] round %d, %s store, %s on %s%s\n", s.Name, i+1, len(runs), r.Round, r.Store,
 			r.Workload.Name, r.System.Name, xLabel(r))
-		for _, rec := range d.run(ctx, r) {
+		err := d.run(ctx, r, func(rec Record) error {
 			total++
 			if rec.Error != "" {
 				failed++
 				fmt.Fprintf(d.o.Log, "  failed: %s\n", rec.Error)
+				for _, step := range rec.Teardown {
+					fmt.Fprintf(d.o.Log, "    %s\n", step)
+				}
 			} else {
 				fmt.Fprintf(d.o.Log, "  pass %d: %s %.4g\n", rec.Pass, rec.Figure, rec.Value)
 			}
-			if err := d.results.Encode(rec); err != nil {
-				return failed, total, err
-			}
+			return d.results.Encode(rec)
+		})
+		if err != nil {
+			return failed, total, err
 		}
 	}
 	fmt.Fprintf(d.o.Log, "scenario %s: %d runs in %.0f s\n", s.Name, len(runs), time.Since(start).Seconds())
@@ -271,19 +287,25 @@ func (d *driver) endpoint(store string) string {
 }
 
 // run carries out one run: mount (unless local or direct), then each pass
-// with the page cache dropped, then unmount. Every pass gives a record.
-func (d *driver) run(ctx context.Context, r Run) []Record {
+// with the page cache dropped, then unmount. Every pass gives a record,
+// handed to emit as soon as it is measured; run returns emit's error.
+func (d *driver) run(ctx context.Context, r Run, emit func(Record) error) error {
 	base := Record{Scenario: r.Scenario.Name, Workload: r.Workload.Name, Kind: r.Workload.Kind, System: r.System.Name,
 		SystemKind: r.System.Kind, Role: r.System.Role(), Store: r.Store, Dataset: r.Dataset.Name, Round: r.Round,
-		Tree: d.tree, Machine: d.machine}
+		SourceTree: d.source, Machine: d.machine, TimeoutSeconds: r.Timeout().Seconds()}
 	if r.Workload.Sweep != nil {
 		base.XName, base.X = r.Workload.Sweep.Param, r.X
 	}
-	fail := func(pass int, err error) []Record {
+	fail := func(pass int, err error) error {
 		rec := base
 		rec.Pass, rec.Error, rec.Started = pass, err.Error(), time.Now().UTC().Format(time.RFC3339)
-		return []Record{rec}
+		return emit(rec)
 	}
+	bin, err := d.binary(r.System)
+	if err != nil {
+		return fail(1, err)
+	}
+	base.Tree = d.treeOf(ctx, bin)
 	tmp, err := os.MkdirTemp(filepath.Join(d.o.Out, "tmp"), r.Workload.Name+".")
 	if err != nil {
 		return fail(1, err)
@@ -293,10 +315,10 @@ func (d *driver) run(ctx context.Context, r Run) []Record {
 		Shardfs: d.o.Shardfs, Root: d.o.Root, Python: d.o.Python}
 	var m *mount
 	if r.System.Mounts() {
-		if m, err = d.mount(ctx, r); err != nil {
+		if m, err = d.mount(ctx, r, bin); err != nil {
 			return fail(1, err)
 		}
-		defer m.unmount()
+		defer m.stop()
 		t.Dir, t.PID, base.MountSeconds = d.mnt, m.cmd.Process.Pid, m.seconds
 	}
 	argv, h, err := workloadCommand(r, t)
@@ -305,28 +327,55 @@ func (d *driver) run(ctx context.Context, r Run) []Record {
 	}
 	base.Figure, base.HigherIsBetter = h.Figure, h.Higher
 	passes := max(r.Workload.Passes, 1)
-	var out []Record
 	for pass := 1; pass <= passes; pass++ {
 		rec := base
 		rec.Pass, rec.Started = pass, time.Now().UTC().Format(time.RFC3339)
 		if pass == 1 || !r.Workload.KeepPageCache {
-			if err := dropCaches(); err != nil {
-				return append(out, fail(pass, err)...)
+			if err := d.dropCaches(); err != nil {
+				return fail(pass, err)
 			}
 		}
 		if err := d.measure(ctx, r, argv, m, &rec); err != nil {
 			rec.Error = err.Error()
 		}
-		out = append(out, rec)
-		if rec.Error != "" {
-			break
+		if err := emit(rec); err != nil || rec.Error != "" {
+			return err
 		}
 	}
-	return out
+	return nil
+}
+
+// binary is the shardfs binary a run of y measures: a shardfs system's
+// own, else the driver's, whose workloads and commands the others run.
+func (d *driver) binary(y *System) (string, error) {
+	if y.Kind != "shardfs" || y.Binary == "" {
+		return d.o.Shardfs, nil
+	}
+	bin := os.ExpandEnv(y.Binary)
+	if bin == "" {
+		return "", fmt.Errorf("system %s: binary %q expands to nothing", y.Name, y.Binary)
+	}
+	return bin, nil
+}
+
+// treeOf asks the binary at path for its tree once, saying so in the log
+// when it names none.
+func (d *driver) treeOf(ctx context.Context, path string) string {
+	if tree, ok := d.trees[path]; ok {
+		return tree
+	}
+	tree := binaryTree(ctx, path)
+	if tree == unknownTree {
+		fmt.Fprintf(d.o.Log, "%s names no VCS revision (built with -buildvcs=false, or in a git worktree): its rows say tree %s\n",
+			path, unknownTree)
+	}
+	d.trees[path] = tree
+	return tree
 }
 
 // measure runs the workload once and fills rec with what it and the
-// parties around it spent.
+// parties around it spent. A workload that outlives its run's Timeout is
+// ended (await) and measured no further.
 func (d *driver) measure(ctx context.Context, r Run, argv []string, m *mount, rec *Record) error {
 	daemon := 0
 	if m != nil {
@@ -340,23 +389,35 @@ func (d *driver) measure(ctx context.Context, r Run, argv []string, m *mount, re
 	defer logf.Close()
 	fmt.Fprintf(logf, "== %s round %d pass %d: %s\n", r.System.Name, r.Round, rec.Pass, strings.Join(argv, " "))
 	var stdout bytes.Buffer
-	cmd := exec.CommandContext(ctx, argv[0], argv[1:]...)
+	cmd := exec.Command(argv[0], argv[1:]...)
 	cmd.Env, cmd.Dir = d.storeEnv(d.endpoint(r.Store)), d.o.Root
 	cmd.Stdout, cmd.Stderr = io.MultiWriter(&stdout, logf), logf
 	start := time.Now()
-	runErr := cmd.Run()
-	rec.WallSeconds = time.Since(start).Seconds()
-	after := d.counters(daemon)
-	if ru, ok := cmd.ProcessState.SysUsage().(*syscall.Rusage); ok && ru != nil {
-		rec.CPU.Readers = time.Duration(ru.Utime.Nano() + ru.Stime.Nano()).Seconds()
+	p, err := d.start(cmd)
+	if err != nil {
+		return err
 	}
+	h := &hungPass{r: p, m: m, shardfs: r.System.Kind == "shardfs", dump: filepath.Join(d.o.Out, "logs",
+		fmt.Sprintf("%s.%s.round%d.pass%d.goroutines", r.Workload.Name, r.System.Name, r.Round, rec.Pass))}
+	teardown, err := await(ctx, h, r.Timeout())
+	rec.WallSeconds, rec.LoadAvg, rec.Teardown = time.Since(start).Seconds(), loadAvg(), teardown
+	if err != nil {
+		// The readers may not have exited, and the daemon is gone:
+		// nothing more of the pass is to be read.
+		return err
+	}
+	after := d.counters(daemon)
+	cpu, runErr := p.result()
+	rec.CPU.Readers = cpu
 	rec.CPU.Daemon, rec.CPU.Store, rec.CPU.Proxy = after.daemon-before.daemon, after.store-before.store, after.proxy-before.proxy
 	rec.StoreSentBytes = after.sent - before.sent
-	rec.LoadAvg = loadAvg()
 	if m != nil {
 		rec.DaemonPeakRSS = peakRSS(daemon)
 		if r.System.Kind == "shardfs" {
-			c := shardfsCounters(d.mnt)
+			c, ok := shardfsCounters(d.mnt)
+			if !ok {
+				return fmt.Errorf("%s/.shardfs/stats did not answer within %s: the daemon is stuck", d.mnt, grace)
+			}
 			fetched, served := c["shardfs_store_bytes_total"], c["shardfs_read_bytes_total"]
 			rec.DaemonFetchedBytes, rec.DaemonServedBytes = fetched-m.fetched, served-m.served
 			m.fetched, m.served = fetched, served
@@ -377,6 +438,61 @@ func (d *driver) measure(ctx context.Context, r Run, argv []string, m *mount, re
 	}
 	rec.Value, rec.BytesRead = v, int64(figs["bytes"])
 	return nil
+}
+
+// hungPass is the driver's hung: a pass's readers and the mount they
+// read, nil for a system without one.
+type hungPass struct {
+	r        proc
+	m        *mount
+	shardfs  bool   // the mount's daemon is shardfs, which dumps its goroutines on SIGQUIT
+	dump     string // where saveDump keeps the dump
+	dumpFrom int64  // the daemon log's size when it was asked
+}
+
+func (h *hungPass) killReaders()                   { h.r.kill() }
+func (h *hungPass) readersExited() <-chan struct{} { return h.r.exited() }
+
+func (h *hungPass) quitDaemon() <-chan struct{} {
+	if h.m == nil || !h.shardfs {
+		return nil
+	}
+	if st, err := os.Stat(h.m.log); err == nil {
+		h.dumpFrom = st.Size()
+	}
+	if h.m.cmd.Process.Signal(syscall.SIGQUIT) != nil {
+		return nil
+	}
+	return h.m.exited
+}
+
+// saveDump copies what the daemon printed since quitDaemon into its own
+// file.
+func (h *hungPass) saveDump() (string, error) {
+	log, err := os.Open(h.m.log)
+	if err != nil {
+		return "", err
+	}
+	defer log.Close()
+	out, err := os.Create(h.dump)
+	if err != nil {
+		return "", err
+	}
+	n, err := io.Copy(out, io.NewSectionReader(log, h.dumpFrom, 1<<62))
+	if cerr := out.Close(); err == nil {
+		err = cerr
+	}
+	if err == nil && n == 0 {
+		err = fmt.Errorf("the daemon printed nothing (see %s)", h.m.log)
+	}
+	return h.dump, err
+}
+
+func (h *hungPass) stopMount() []string {
+	if h.m == nil {
+		return nil
+	}
+	return h.m.stop()
 }
 
 // counters are the cumulative CPU seconds of the daemon, MinIO and
@@ -436,21 +552,30 @@ func procField(path, name string) int64 {
 }
 
 // shardfsCounters reads a mount's counters from MNT/.shardfs/stats,
-// each summed over its labels; none when the file cannot be read.
-func shardfsCounters(dir string) map[string]int64 {
-	out := map[string]int64{}
-	b, err := os.ReadFile(filepath.Join(dir, ".shardfs", "stats"))
-	if err != nil {
-		return out
+// each summed over its labels; none when the file cannot be read. It
+// reads on a goroutine of its own and gives up after grace (false): a
+// stuck daemon must not hold the driver, and its unmount frees the read.
+func shardfsCounters(dir string) (map[string]int64, bool) {
+	read := make(chan []byte, 1)
+	go func() {
+		b, _ := os.ReadFile(filepath.Join(dir, ".shardfs", "stats"))
+		read <- b
+	}()
+	var b []byte
+	select {
+	case b = <-read:
+	case <-time.After(grace):
+		return nil, false
 	}
+	out := map[string]int64{}
 	var samples []metrics.Sample
 	if json.Unmarshal(b, &samples) != nil {
-		return out
+		return out, true
 	}
 	for _, s := range samples {
 		out[s.Name] += int64(s.Value)
 	}
-	return out
+	return out, true
 }
 
 func loadAvg() [3]float64 {

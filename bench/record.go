@@ -55,10 +55,31 @@ type Record struct {
 	DaemonServedBytes int64 `json:"daemon_served_bytes,omitempty"`
 
 	LoadAvg [3]float64 `json:"load_avg"` // /proc/loadavg at the end of the pass
-	Tree    string     `json:"tree"`     // git describe --always --dirty
-	Machine Machine    `json:"machine"`
-	Started string     `json:"started"` // RFC 3339
-	Error   string     `json:"error,omitempty"`
+	// Tree is the tree the row's shardfs binary was built from, as its
+	// --version names it (ParseVersion: the revision, "-dirty" for a tree
+	// with uncommitted changes): the system's own binary for a shardfs
+	// mount, the driver's for every other system (its workloads and cli
+	// commands run it); "unknown" for a binary that names no revision.
+	// Rows written before binaries were asked hold SourceTree's value.
+	Tree string `json:"tree"`
+	// SourceTree is `git describe --always --dirty` of the tree the driver
+	// ran from (--root): the scripts, the Python package and
+	// bench/accelerators.py the row used.
+	SourceTree string  `json:"source_tree,omitempty"`
+	Machine    Machine `json:"machine"`
+	Started    string  `json:"started"` // RFC 3339
+	// TimeoutSeconds is how long the pass's workload was given
+	// (Run.Timeout) before the driver ended it.
+	TimeoutSeconds float64 `json:"timeout_s,omitempty"`
+	// Error is why the row failed, its figures then meaning nothing:
+	// "timeout after Ns" (N is TimeoutSeconds) when the workload outlived
+	// its deadline.
+	Error string `json:"error,omitempty"`
+	// Teardown, on a row that timed out, lists in order what the driver
+	// did to end the pass: the readers killed, where a shardfs daemon's
+	// goroutine dump went, how it unmounted, whether it killed the daemon
+	// or aborted the FUSE connection, and whether the readers were gone.
+	Teardown []string `json:"teardown,omitempty"`
 }
 
 // CPU is the CPU seconds each party spent during one pass.

@@ -15,8 +15,16 @@ type Table struct {
 	Figure                             string
 	Higher                             bool
 	XName                              string
-	Trees, Machines                    []string
+	Trees                              []Tree // in the order the rows name them
+	Machines                           []string
 	Rows                               []Row
+}
+
+// Tree is one tree the rows of a table were measured with, and the
+// systems whose rows name it.
+type Tree struct {
+	Tree    string
+	Systems []string
 }
 
 // Row is one system at one point, over its rounds.
@@ -26,8 +34,9 @@ type Row struct {
 	System, Role        string
 	Median, Min, Max    float64
 	Rounds, Failed      int
-	VsCeiling, VsPeer   float64 // NaN when there is no ceiling or peer row
-	DaemonCPU, StoreCPU float64 // CPU-seconds per GB read, medians
+	Failures            []string // the distinct reasons of the failed rounds, first lines
+	VsCeiling, VsPeer   float64  // NaN when there is no ceiling or peer row
+	DaemonCPU, StoreCPU float64  // CPU-seconds per GB read, medians
 	ReaderCPU           float64
 	PeakRSSMiB          float64
 	FetchedPerRead      float64 // bytes the store sent per byte the readers got
@@ -99,9 +108,7 @@ func summarize(recs []Record) Table {
 		}
 		cells[cell{p, r.System}] = append(cells[cell{p, r.System}], r)
 		roles[r.System] = r.Role
-		if !slices.Contains(t.Trees, r.Tree) {
-			t.Trees = append(t.Trees, r.Tree)
-		}
+		t.Trees = addTree(t.Trees, r.Tree, r.System)
 		if m := r.Machine.String(); !slices.Contains(t.Machines, m) {
 			t.Machines = append(t.Machines, m)
 		}
@@ -145,6 +152,30 @@ func summarize(recs []Record) Table {
 	return t
 }
 
+// addTree notes that system's rows name tree.
+func addTree(trees []Tree, tree, system string) []Tree {
+	i := slices.IndexFunc(trees, func(t Tree) bool { return t.Tree == tree })
+	if i < 0 {
+		return append(trees, Tree{Tree: tree, Systems: []string{system}})
+	}
+	if !slices.Contains(trees[i].Systems, system) {
+		trees[i].Systems = append(trees[i].Systems, system)
+	}
+	return trees
+}
+
+// treesText names the tables' trees: one alone, or each with its systems.
+func treesText(trees []Tree) string {
+	if len(trees) == 1 {
+		return "tree " + trees[0].Tree
+	}
+	var parts []string
+	for _, t := range trees {
+		parts = append(parts, fmt.Sprintf("%s (%s)", t.Tree, strings.Join(t.Systems, ", ")))
+	}
+	return "trees " + strings.Join(parts, ", ")
+}
+
 func (t Table) key() string { return t.Scenario + "/" + t.Workload + "/" + t.Store }
 
 func better(a, b float64, higher bool) bool {
@@ -160,6 +191,9 @@ func summarizeCell(rs []Record, x float64, pass int, system, role string) Row {
 	for _, r := range rs {
 		if r.Error != "" {
 			row.Failed++
+			if reason, _, _ := strings.Cut(r.Error, "\n"); !slices.Contains(row.Failures, reason) {
+				row.Failures = append(row.Failures, reason)
+			}
 			continue
 		}
 		vals = append(vals, r.Value)
@@ -212,8 +246,8 @@ func Markdown(tables []Table, plots map[string]string) string {
 			dir = "lower is better"
 		}
 		fmt.Fprintf(&b, "### %s: %s, %s store\n\n", t.Scenario, t.Workload, t.Store)
-		fmt.Fprintf(&b, "`shardfs bench run bench/scenarios/%s.yaml`, data set %s; figure: %s (%s); tree %s; %s.\n\n",
-			t.Scenario, t.Dataset, t.Figure, dir, strings.Join(t.Trees, ", "), strings.Join(t.Machines, "; "))
+		fmt.Fprintf(&b, "`shardfs bench run bench/scenarios/%s.yaml`, data set %s; figure: %s (%s); %s; %s.\n\n",
+			t.Scenario, t.Dataset, t.Figure, dir, treesText(t.Trees), strings.Join(t.Machines, "; "))
 		if png, ok := plots[t.key()]; ok {
 			fmt.Fprintf(&b, "![%s %s, %s](%s)\n\n", t.Scenario, t.Workload, t.Store, png)
 		}
@@ -240,13 +274,41 @@ func Markdown(tables []Table, plots map[string]string) string {
 			if r.Failed > 0 {
 				rounds += fmt.Sprintf(" (%d failed)", r.Failed)
 			}
-			cols = append(cols, r.System, num(r.Median), num(r.Min)+"–"+num(r.Max), rounds, num(r.VsCeiling), num(r.VsPeer),
+			figure, span := num(r.Median), num(r.Min)+"–"+num(r.Max)
+			if r.Rounds == 0 {
+				figure, span = "failed", "–"
+			}
+			cols = append(cols, r.System, figure, span, rounds, num(r.VsCeiling), num(r.VsPeer),
 				num(r.DaemonCPU), num(r.StoreCPU), num(r.ReaderCPU), num(r.PeakRSSMiB), num(r.FetchedPerRead), num(r.FetchedPerServed))
 			fmt.Fprintf(&b, "| %s |\n", strings.Join(cols, " | "))
 		}
 		b.WriteString("\n")
+		writeFailures(&b, t)
 	}
 	return b.String()
+}
+
+// writeFailures lists, under a table, why each of its failed rounds
+// failed: a row that failed has no figures, so the table shows none.
+func writeFailures(b *strings.Builder, t Table) {
+	var lines []string
+	for _, r := range t.Rows {
+		if r.Failed == 0 {
+			continue
+		}
+		where := r.System
+		if t.XName != "" {
+			where += fmt.Sprintf(" at %s %s", t.XName, num(r.X))
+		}
+		if r.Pass > 1 {
+			where += fmt.Sprintf(", pass %d", r.Pass)
+		}
+		lines = append(lines, fmt.Sprintf("- %s: %d of %d rounds failed: %s\n", where, r.Failed, r.Failed+r.Rounds,
+			strings.Join(r.Failures, "; ")))
+	}
+	if len(lines) > 0 {
+		b.WriteString("Failed:\n\n" + strings.Join(lines, "") + "\n")
+	}
 }
 
 // num writes a figure with three significant digits, and "–" for none.

@@ -143,3 +143,29 @@ func TestSpliceReplacesOnlyTheGeneratedSection(t *testing.T) {
 }
 
 func near(a, b float64) bool { return math.Abs(a-b) < 1e-9 }
+
+// A point whose every round failed shows as failed, not as a figure, the
+// reasons are listed under the table, and the heading names the tree of
+// each system when they differ.
+func TestMarkdownShowsFailedRowsAndEachSystemsTree(t *testing.T) {
+	var recs []Record
+	for round := 1; round <= 2; round++ {
+		local, now, before := rec("local", "ceiling", 16, round, 0.98), rec("shardfs", "subject", 16, round, 0.8), rec("shardfs-before", "subject", 16, round, 0)
+		local.Tree, now.Tree, before.Tree = "9bc6307a1b2c", "9bc6307a1b2c", "4b9d18c0d1e2"
+		before.Error, before.TimeoutSeconds, before.Teardown = "timeout after 660s", 660, []string{"readers killed"}
+		recs = append(recs, local, now, before)
+	}
+	md := Markdown(Summarize(recs), nil)
+	for _, want := range []string{
+		"; trees 9bc6307a1b2c (local, shardfs), 4b9d18c0d1e2 (shardfs-before); box,",
+		"| 16 | shardfs-before | failed | – | 0 (2 failed) | – | – |",
+		"Failed:\n\n- shardfs-before at accelerators 16: 2 of 2 rounds failed: timeout after 660s\n",
+	} {
+		if !strings.Contains(md, want) {
+			t.Errorf("markdown lacks %q:\n%s", want, md)
+		}
+	}
+	if p := Plots(Summarize(recs)); len(p) != 1 || len(p[0].Series) != 2 {
+		t.Errorf("plots %+v: want the two systems with figures, and no line at zero for the failed one", p)
+	}
+}

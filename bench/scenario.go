@@ -28,6 +28,10 @@ type Scenario struct {
 	Datasets  []Dataset  `json:"datasets"`
 	Systems   []System   `json:"systems"`
 	Workloads []Workload `json:"workloads"`
+	// TimeoutS is how long one pass of any workload may run, in seconds,
+	// unless the workload gives its own; without either, Run.Timeout
+	// derives one from the workload's parameters.
+	TimeoutS float64 `json:"timeout_s,omitempty"`
 }
 
 // Remote is the shape of the emulated remote store.
@@ -82,6 +86,8 @@ type Workload struct {
 	// Sweep runs the workload once per value of one parameter.
 	Sweep  *Sweep         `json:"sweep,omitempty"`
 	Params map[string]any `json:"params,omitempty"`
+	// TimeoutS overrides the scenario's TimeoutS for this workload.
+	TimeoutS float64 `json:"timeout_s,omitempty"`
 	// Argv, Figure and Lower belong to the command kind: the command is
 	// run with {dir} (what to read), {data} (the local copy), {source}
 	// (s3://BUCKET/DATASET), {shardfs} (the binary), {python}, {root} (the
@@ -195,6 +201,9 @@ func (s *Scenario) check() error {
 			return fmt.Errorf("stores: unknown store %q (want loopback or remote)", st)
 		}
 	}
+	if s.TimeoutS < 0 {
+		return fmt.Errorf("timeout_s must not be negative")
+	}
 	if slices.Contains(s.Stores, "remote") && (s.Remote.LatencyMS < 0 || s.Remote.RateKBps <= 0) {
 		return fmt.Errorf("remote: rate_kbps must be positive and latency_ms not negative")
 	}
@@ -252,8 +261,8 @@ func (s *Scenario) check() error {
 				return fmt.Errorf("workload %q: store %q is not among the scenario's stores", w.Name, st)
 			}
 		}
-		if w.Passes < 0 {
-			return fmt.Errorf("workload %q: passes must not be negative", w.Name)
+		if w.Passes < 0 || w.TimeoutS < 0 {
+			return fmt.Errorf("workload %q: passes and timeout_s must not be negative", w.Name)
 		}
 		if w.Sweep != nil && (w.Sweep.Param == "" || len(w.Sweep.Values) == 0) {
 			return fmt.Errorf("workload %q: sweep needs a param and values", w.Name)

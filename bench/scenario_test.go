@@ -216,3 +216,49 @@ func TestParseFigures(t *testing.T) {
 		t.Errorf("fio without a report: %v", err)
 	}
 }
+
+// A pass's deadline is the workload's timeout_s, else the scenario's,
+// else derived from what bounds the workload: the accelerators' window,
+// fio's runtime, the data set's size; the smoke settings lie over it.
+func TestRunTimeout(t *testing.T) {
+	const doc = `
+rounds: 1
+stores: [loopback]
+datasets:
+  - {name: big, files: 4, file_size: 1GiB}
+systems:
+  - {name: shardfs, kind: shardfs}
+workloads:
+  - {name: au, kind: accelerators, dataset: big, params: {window_s: 45}}
+  - {name: au-default, kind: accelerators, dataset: big}
+  - {name: fio, kind: fio, dataset: big, params: {runtime: "120"}}
+  - {name: seq, kind: seq, dataset: big}
+  - {name: own, kind: seq, dataset: big, timeout_s: 30, smoke: {timeout_s: 5}}
+`
+	timeouts := func(doc string, smoke bool) []string {
+		t.Helper()
+		s, err := ParseScenario([]byte(doc), smoke)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var got []string
+		for _, r := range s.Expand() {
+			got = append(got, fmt.Sprintf("%s %s", r.Workload.Name, r.Timeout()))
+		}
+		return got
+	}
+	// 4 GiB at 10 MB/s is 429.5 s, rounded up.
+	want := []string{"au 11m30s", "au-default 11m0s", "fio 14m0s", "seq 17m10s", "own 30s"}
+	if got := timeouts(doc, false); !slices.Equal(got, want) {
+		t.Errorf("derived timeouts %q, want %q", got, want)
+	}
+	want = []string{"au 1h0m0s", "au-default 1h0m0s", "fio 1h0m0s", "seq 1h0m0s", "own 5s"}
+	if got := timeouts(doc+"timeout_s: 3600\n", true); !slices.Equal(got, want) {
+		t.Errorf("with the scenario's timeout_s, smoke: %q, want %q", got, want)
+	}
+	for _, bad := range []string{doc + "timeout_s: -1\n", strings.Replace(doc, "timeout_s: 30", "timeout_s: -30", 1)} {
+		if _, err := ParseScenario([]byte(bad), false); err == nil || !strings.Contains(err.Error(), "timeout_s must not be negative") {
+			t.Errorf("a negative timeout_s: %v", err)
+		}
+	}
+}

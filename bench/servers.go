@@ -10,8 +10,11 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strconv"
+	"strings"
 	"syscall"
 	"time"
+
+	"golang.org/x/sys/unix"
 )
 
 // server is a process the driver started and must stop: MinIO or
@@ -169,15 +172,18 @@ type mount struct {
 	dir     string
 	cmd     *exec.Cmd
 	exited  chan struct{}
+	log     string  // the daemon's stdout and stderr
+	conn    uint64  // the FUSE connection's number under /sys/fs/fuse/connections; 0 while not known
 	seconds float64 // from the mount command to the first listing
 	fetched int64   // shardfs_store_bytes_total at the last pass's end
 	served  int64   // shardfs_read_bytes_total at the last pass's end
 	scratch string  // a cold system's cache dir, removed once unmounted: its ring is preallocated
+	stopped bool    // stop has run
 }
 
-// mount mounts r's system at the driver's mountpoint and waits until the
-// data set lists.
-func (d *driver) mount(ctx context.Context, r Run) (*mount, error) {
+// mount mounts r's system at the driver's mountpoint (a shardfs system
+// with bin) and waits until the data set lists.
+func (d *driver) mount(ctx context.Context, r Run, bin string) (*mount, error) {
 	y := r.System
 	source := bucket + "/" + d.prefix(r.Dataset)
 	endpoint := d.endpoint(r.Store)
@@ -185,12 +191,6 @@ func (d *driver) mount(ctx context.Context, r Run) (*mount, error) {
 	var scratch string
 	switch y.Kind {
 	case "shardfs":
-		bin := d.o.Shardfs
-		if y.Binary != "" {
-			if bin = os.ExpandEnv(y.Binary); bin == "" {
-				return nil, fmt.Errorf("system %s: binary %q expands to nothing", y.Name, y.Binary)
-			}
-		}
 		argv = []string{bin, "mount", "s3://" + source, d.mnt, "--foreground", "--log-level", "warn"}
 		if y.Cache {
 			cache := filepath.Join(d.o.Out, "cache", y.Name+"-"+d.prefix(r.Dataset))
@@ -225,31 +225,83 @@ func (d *driver) mount(ctx context.Context, r Run) (*mount, error) {
 	cmd := exec.Command(argv[0], argv[1:]...)
 	cmd.Env = append(d.storeEnv(endpoint), "RCLONE_CONFIG=/dev/null")
 	cmd.Stdout, cmd.Stderr = logf, logf
-	m := &mount{dir: d.mnt, cmd: cmd, exited: make(chan struct{}), scratch: scratch}
+	m := &mount{dir: d.mnt, cmd: cmd, exited: make(chan struct{}), log: logf.Name(), scratch: scratch}
 	begin := time.Now()
 	if err := cmd.Start(); err != nil {
 		logf.Close()
 		return nil, fmt.Errorf("starting %s: %w", y.Name, err)
 	}
 	go func() { cmd.Wait(); logf.Close(); close(m.exited) }()
+	// The listing is probed on a goroutine of its own: a daemon stuck
+	// before it answers must not hold the driver past the deadline.
+	probe := func() <-chan bool {
+		ok := make(chan bool, 1)
+		go func() { ok <- listed(d.mnt) }()
+		return ok
+	}
 	tick := time.NewTicker(20 * time.Millisecond)
 	defer tick.Stop()
 	deadline := time.After(time.Minute)
-	for !listed(d.mnt) {
+	for listing := probe(); ; {
 		select {
+		case ok := <-listing:
+			if ok {
+				m.seconds = time.Since(begin).Seconds()
+				return m, nil
+			}
+			listing = nil
+		case <-tick.C:
+			if listing == nil {
+				listing = probe()
+			}
 		case <-m.exited:
 			return nil, fmt.Errorf("%s exited while mounting (see %s)", y.Name, logf.Name())
 		case <-deadline:
-			m.unmount()
+			m.stop()
 			return nil, fmt.Errorf("%s not mounted after a minute (see %s)", y.Name, logf.Name())
 		case <-ctx.Done():
-			m.unmount()
+			m.stop()
 			return nil, ctx.Err()
-		case <-tick.C:
 		}
 	}
-	m.seconds = time.Since(begin).Seconds()
-	return m, nil
+}
+
+// fuseConn is the number of the FUSE connection mounted at dir, 0 when
+// nothing is: the kernel's device number of the mount (major << 20 |
+// minor), which names its directory under /sys/fs/fuse/connections. It
+// is read from /proc/self/mountinfo, which asks the daemon nothing.
+func fuseConn(dir string) uint64 {
+	b, err := os.ReadFile("/proc/self/mountinfo")
+	if err != nil {
+		return 0
+	}
+	return mountConn(string(b), dir)
+}
+
+// mountConn finds the device of the mount at dir in mountinfo's text:
+// the last line whose mount point (the fifth field, with \ooo escapes)
+// is dir, its third field MAJOR:MINOR.
+func mountConn(mountinfo, dir string) uint64 {
+	var conn uint64
+	for _, line := range strings.Split(mountinfo, "\n") {
+		f := strings.Fields(line)
+		if len(f) < 5 || unescapeMountinfo(f[4]) != dir {
+			continue
+		}
+		major, minor, ok := strings.Cut(f[2], ":")
+		hi, err1 := strconv.ParseUint(major, 10, 32)
+		lo, err2 := strconv.ParseUint(minor, 10, 32)
+		if ok && err1 == nil && err2 == nil {
+			conn = hi<<20 | lo
+		}
+	}
+	return conn
+}
+
+// unescapeMountinfo undoes mountinfo's octal escapes of space, tab,
+// newline and backslash.
+func unescapeMountinfo(s string) string {
+	return strings.NewReplacer(`\040`, " ", `\011`, "\t", `\012`, "\n", `\134`, `\`).Replace(s)
 }
 
 // listed reports whether dir is a mount point that lists something.
@@ -262,20 +314,53 @@ func listed(dir string) bool {
 	return err == nil && len(entries) > 0
 }
 
-// unmount unmounts and waits for the daemon to exit (killed after 30 s).
-func (m *mount) unmount() {
-	if exec.Command("fusermount3", "-u", m.dir).Run() != nil {
-		_ = exec.Command("fusermount3", "-uz", m.dir).Run()
+// stop unmounts and sees the daemon gone (stopMount), once; it lists
+// what it did.
+func (m *mount) stop() []string {
+	if m.stopped {
+		return nil
 	}
-	select {
-	case <-m.exited:
-	case <-time.After(30 * time.Second):
-		_ = m.cmd.Process.Kill()
-		<-m.exited
-	}
+	m.stopped = true
+	m.conn = fuseConn(m.dir) // while it is still mounted: abort needs it
+	did := stopMount(m)
 	if m.scratch != "" {
 		_ = os.RemoveAll(m.scratch)
 	}
+	return did
+}
+
+func (m *mount) unmount(lazy bool) error {
+	flag := "-u"
+	if lazy {
+		flag = "-uz"
+	}
+	if out, err := exec.Command("fusermount3", flag, m.dir).CombinedOutput(); err != nil {
+		return fmt.Errorf("fusermount3 %s: %v: %s", flag, err, bytes.TrimSpace(out))
+	}
+	return nil
+}
+
+func (m *mount) daemonExited() <-chan struct{} { return m.exited }
+
+func (m *mount) killDaemon() { _ = m.cmd.Process.Kill() }
+
+// fuseConnections is where the kernel's fusectl file system lists FUSE
+// connections; not every box mounts it.
+const fuseConnections = "/sys/fs/fuse/connections"
+
+func (m *mount) abort() (string, error) {
+	if m.conn == 0 {
+		return "", fmt.Errorf("the mount's connection is not known")
+	}
+	dir := filepath.Join(fuseConnections, strconv.FormatUint(m.conn, 10))
+	if _, err := os.Stat(dir); err != nil {
+		_ = unix.Mount("fusectl", fuseConnections, "fusectl", 0, "")
+	}
+	file := filepath.Join(dir, "abort")
+	if err := os.WriteFile(file, []byte("1"), 0); err != nil {
+		return "", err
+	}
+	return file, nil
 }
 
 func cacheSize(y *System, ds *Dataset) string {

@@ -31,6 +31,9 @@ type Options struct {
 	Python  string // Debian's python3, with torch
 	Lock    string // held for the whole run, so benchmarks never overlap
 	Log     io.Writer
+	// Profile: every shardfs daemon records a CPU profile from mount to
+	// unmount (SHARDFS_CPUPROFILE) in OUT/profiles, named for its pass.
+	Profile bool
 }
 
 // Fixed credentials of the throwaway MinIO the driver starts (the same as

@@ -224,6 +224,15 @@ func (d *driver) mount(ctx context.Context, r Run, bin string) (*mount, error) {
 	}
 	cmd := exec.Command(argv[0], argv[1:]...)
 	cmd.Env = append(d.storeEnv(endpoint), "RCLONE_CONFIG=/dev/null")
+	if y.Kind == "shardfs" && d.o.Profile {
+		dir := filepath.Join(d.o.Out, "profiles")
+		if err := os.MkdirAll(dir, 0o755); err != nil {
+			logf.Close()
+			return nil, err
+		}
+		name := fmt.Sprintf("%s.%s.%s.x%g.round%d.cpu.pprof", r.Workload.Name, y.Name, r.Store, r.X, r.Round)
+		cmd.Env = append(cmd.Env, "SHARDFS_CPUPROFILE="+filepath.Join(dir, name))
+	}
 	cmd.Stdout, cmd.Stderr = logf, logf
 	m := &mount{dir: d.mnt, cmd: cmd, exited: make(chan struct{}), log: logf.Name(), scratch: scratch}
 	begin := time.Now()

@@ -28,6 +28,7 @@ func benchRunCommand() *cli.Command {
 			&cli.BoolFlag{Name: "smoke", Usage: "apply each scenario's smoke settings: tiny data, one round, seconds per run"},
 			&cli.BoolFlag{Name: "dry-run", Usage: "list the runs in order and stop"},
 			&cli.StringSliceFlag{Name: "workload", Usage: "run only this workload of each scenario (repeat for more)"},
+			&cli.BoolFlag{Name: "profile", Usage: "record a CPU profile of every shardfs daemon, mount to unmount, in OUT/profiles (go tool pprof)"},
 			&cli.StringFlag{Name: "root", Value: ".", Usage: "the source tree (scripts/, bench/, .tools/bin)"},
 			&cli.StringFlag{Name: "python", Value: "/usr/bin/python3", Usage: "the interpreter with torch (Debian's)"},
 			&cli.StringFlag{Name: "lock", Value: "/tmp/shardfs-bench.lock", Usage: "lock held for the whole run"},
@@ -80,7 +81,7 @@ func runBenchDriver(c *cli.Context) error {
 	ctx, stop := signal.NotifyContext(c.Context, syscall.SIGINT, syscall.SIGTERM)
 	defer stop()
 	return bench.Drive(ctx, bench.Options{Root: root, Out: out, Shardfs: self, Python: c.String("python"),
-		Lock: c.String("lock"), Log: c.App.ErrWriter}, scenarios)
+		Lock: c.String("lock"), Log: c.App.ErrWriter, Profile: c.Bool("profile")}, scenarios)
 }
 
 // benchReportCommand is `shardfs bench report`: results into markdown

@@ -250,7 +250,7 @@ func TestObserveMovesTheWindow(t *testing.T) {
 // blocks it accepts, as when the ring overwrites a block after Lookup said
 // it was there.
 type warmCache struct {
-	*recordingSink
+	*recordingCache
 	warm, inMemory map[string]bool
 	lose           func(obj store.Object, off int64) bool
 	reads          *atomic.Int64 // ReadAt calls that served
@@ -258,7 +258,7 @@ type warmCache struct {
 }
 
 func newWarmCache(t *testing.T, cfg Config, warm ...string) warmCache {
-	c := warmCache{recordingSink: newRecordingSink(t, cfg.BlockSize), warm: map[string]bool{}, inMemory: map[string]bool{}, reads: &atomic.Int64{}, aheadBytes: &atomic.Int64{}}
+	c := warmCache{recordingCache: newRecordingCache(t, cfg.BlockSize), warm: map[string]bool{}, inMemory: map[string]bool{}, reads: &atomic.Int64{}, aheadBytes: &atomic.Int64{}}
 	for _, k := range warm {
 		c.warm[k] = true
 	}
@@ -284,11 +284,11 @@ func (c warmCache) Get(obj store.Object, index int64, from cache.Tier) ([]byte, 
 	return wantBytes(obj, off, int(min(c.blockSize, obj.Size-off))), t, true
 }
 
-func (c warmCache) Put(obj store.Object, index int64, data []byte, place cache.Placement) {
+func (c warmCache) Keep(obj store.Object, index int64, data []byte, sums cache.Sums, place cache.Placement, own bool) bool {
 	if place == cache.ForReadAhead {
 		c.aheadBytes.Add(int64(len(data)))
 	}
-	c.recordingSink.Put(obj, index, data, place)
+	return c.recordingCache.Keep(obj, index, data, sums, place, own)
 }
 
 func (c warmCache) ReadAt(obj store.Object, p []byte, off int64, _ cache.Placement) (int, bool) {
@@ -404,7 +404,7 @@ func TestCachedPartFallsBackToTheFetcher(t *testing.T) {
 		t.Fatal("a read half served from a GET reported as cached")
 	}
 	st.Close()
-	s.Close() // returns once every GET and its Sink call have ended
+	s.Close() // returns once every GET and its Keep call have ended
 	stats := s.Stats()
 	if stats.CacheBytes != 8<<10 || stats.FetchedBytes != 8<<10 {
 		t.Fatalf("%d bytes from the cache, %d fetched; want 8 KiB each", stats.CacheBytes, stats.FetchedBytes)
@@ -415,8 +415,8 @@ func TestCachedPartFallsBackToTheFetcher(t *testing.T) {
 }
 
 // settledStats returns the engine's stats once no part is being filled
-// or handed to the Sink: a part's bytes are served before its GET's
-// accounting and Sink call end, and the part is let go only after both.
+// or handed to the cache: a part's bytes are served before its GET's
+// accounting and Keep call end, and the part is let go only after both.
 // It waits for the GET pool's goroutines, one per GET: a GET that ends
 // starts the GETs that follow it before its own goroutine is done, so the
 // wait returns only once the last of them has ended. The test's context
@@ -461,7 +461,7 @@ func TestSequentialReadersPutForReadAheadRandomReadersForRandomRead(t *testing.T
 		}
 	}
 	rt.Close()
-	s.Close() // returns once every Sink call has ended
+	s.Close() // returns once every Keep call has ended
 	if got := cache.aheadBytes.Load(); got != seq.Size {
 		t.Errorf("Put ForReadAhead received %d bytes, want the %d of the sequential object and none of the random reads", got, seq.Size)
 	}
@@ -477,11 +477,7 @@ func (c warmCache) ReadChunks(obj store.Object, p []byte, off int64) (cache.Tier
 	return cache.InRAM, ok && n == len(p)
 }
 
-func (c warmCache) RAMFree() int64              { return 1 << 40 }
-func (c warmCache) ReadDone(store.Object, bool) {}
-func (c warmCache) ReadingWhole(store.Object)   {}
-
-func (c warmCache) ReadRAM(store.Object, []byte, int64) bool { return false }
+func (c warmCache) RAMFree() int64 { return 1 << 40 }
 
 // threeShards is an engine over a listing of three small objects.
 func threeShards(t *testing.T) (context.Context, *Engine, *fakeFetcher, store.Object, store.Object, store.Object) {

@@ -47,7 +47,7 @@ type Config struct {
 	// arrives: with none, background parts would be fetched and dropped.
 	DenseRandom bool
 
-	// SkipLaggingSink: read-ahead blocks are not handed to the Sink while
+	// SkipLaggingSink: read-ahead blocks are not handed to the cache while
 	// the parts it has yet to take hold more than half the budget
 	// (source.go, sinkLagsLocked), so a cache disk slower than the network
 	// never holds a stream to its pace. Readers that fill the cache
@@ -55,7 +55,7 @@ type Config struct {
 	SkipLaggingSink bool
 }
 
-// sinkLagShare: the parts waiting for the Sink may hold 1/sinkLagShare of
+// sinkLagShare: the parts waiting for the cache may hold 1/sinkLagShare of
 // the budget before read-ahead skips it. Half leaves read-ahead the other
 // half; a disk that keeps up drains what a burst of finished GETs
 // brings (Concurrency parts at once) long before.

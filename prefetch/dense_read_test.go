@@ -226,7 +226,7 @@ func TestARandomReaderGoneOnLetsItsBlockReachTheCache(t *testing.T) {
 	cfg := DefaultConfig()
 	bs := cfg.BlockSize
 	f := &fakeFetcher{}
-	sink := newRecordingSink(t, bs)
+	sink := newRecordingCache(t, bs)
 	s := newTestEngine(t, cfg, f, sink)
 	obj := fakeObject("big.tar", 1<<30)
 	r := s.OpenReader(obj, false, 0)

@@ -37,11 +37,14 @@
 // local disk as busy as the network. The next objects and hinted ones are
 // read ahead from the ring the same way (not from the RAM tier, which
 // serves them directly), so an open over a warm cache does not wait on the
-// disk either. Every fetched part goes to the Sink
-// (the cache) as it arrives, except read-ahead while the Sink lags the
-// store (Config.SkipLaggingSink); once its readers have consumed it the
-// part is freed, its buffer pooled unless the cache kept it as its RAM
-// copy (a random reader's blocks). This package never stores
-// bytes beyond that, never talks to a backend except through Fetcher, and
-// never knows about FUSE.
+// disk either. Every fetched part goes to the cache (Cache.Keep) as it
+// arrives, except read-ahead while the cache lags the store
+// (Config.SkipLaggingSink); once its readers have consumed it the part is
+// freed, its buffer pooled unless the cache kept it as its RAM copy (a
+// random reader's blocks). Cache, declared once, is every call this
+// package makes on the cache; it never asks one by type assertion what
+// else it can do, and with none (a nil Cache) fetched bytes only serve
+// the reads waiting for them. This package never stores bytes beyond
+// that, never talks to a backend except through Fetcher, and never knows
+// about FUSE.
 package prefetch

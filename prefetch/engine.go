@@ -7,8 +7,9 @@ package prefetch
 //	lastBlock.mu  a handle's kept cache block; the cache's locks inside
 //	Engine.mu     the engine's one lock: the state of every owner below
 //	arrival.mu    a part's arrived bytes (arrival.go); also taken alone
-//	cache locks   Cache.Lookup runs under Engine.mu; Put, ReadAt and a
-//	              part's ring reads run outside it, from a GET's goroutine
+//	cache locks   Cache.Lookup, Room and ReadDone (which never waits) run
+//	              under Engine.mu; Keep, ReadAt and a part's ring reads
+//	              run outside it, from a GET's goroutine
 //
 // Engine.mu guards the state of each of these owners, a type each:
 //
@@ -19,7 +20,7 @@ package prefetch
 //	                       block, each part's holders, pins and state, the
 //	                       parts not yet freed, failed ranges (failed.go)
 //	gets    gets.go        GET slots and queues, the first-byte-first rule,
-//	                       the parts being handed to the Sink; not its
+//	                       the parts being handed to the cache; not its
 //	                       WaitGroup, nor the bytes a GET writes into buf
 //	sched   schedule.go    the sample schedule: queues, the parts keeping
 //	                       its ranges (schedread.go: reads of the others)
@@ -59,60 +60,44 @@ type Fetcher interface {
 	ReadRange(ctx context.Context, obj store.Object, off int64, p []byte) (int, error)
 }
 
-// Sink receives every fetched range (the cache), from block index on,
-// with the placement source.go chooses for it. len(data) is a multiple of
-// Config.BlockSize except for the last block of an object. The Sink must
-// copy what it keeps: data is reused once Put returns (a keeper's Keep
-// aside, which may keep data itself). It is called from
-// the goroutine that ran the GET.
-type Sink interface {
-	Put(obj store.Object, index int64, data []byte, place cache.Placement)
-}
-
-// keeper is a Sink that can take a one-block part's buffer over as its
-// copy of the block instead of copying it (cache.Cache.Keep, own), and
-// says whether it did: the part then never returns that buffer to the
-// pool. It checks what it writes by the sums a Summer of its own made
-// while the part's bytes arrived (Summer: nil when it has no use for them).
-type keeper interface {
-	Keep(obj store.Object, index int64, data []byte, sums cache.Sums, place cache.Placement, own bool) (kept bool)
-	Summer(size int64) *cache.Summer
-}
-
-// Cache is a Sink that can also say which blocks it holds and read them
-// back; cache.Cache satisfies it. When the Sink given to NewEngine is a
-// Cache, reads are served from it and parts are read from it as source.go
-// decides. Lookup is called with the engine's lock held and must not
-// call back.
+// Cache is every call the engine makes on the cache; cache.Cache
+// satisfies it. NewEngine's Cache may be nil: there is no cache, and
+// fetched bytes are only served to the reads waiting for them.
+//
+// Keep gets every fetched range, from block index on, with the placement
+// source.go chose for it; len(data) is a multiple of Config.BlockSize
+// except for an object's last block. Keep copies what it keeps, so data is
+// the engine's again once it returns, except that with own (data is one
+// block and the whole of a buffer the engine gives up) it may keep data
+// itself as its RAM copy: kept says so, and the buffer is never pooled.
+// The reads check what they copy from the ring; one that answers false
+// promises nothing about p. Keep and Summer are called from the goroutine
+// that ran the GET; Lookup, Room and ReadDone with the engine's lock held,
+// and must not call back.
 type Cache interface {
-	Sink
+	// Keep caches a fetched range where place says, checked by sums (above).
+	Keep(obj store.Object, index int64, data []byte, sums cache.Sums, place cache.Placement, own bool) (kept bool)
+	// Summer returns what sums a part's bytes as they arrive, for Keep, or nil.
+	Summer(size int64) *cache.Summer
 	// Lookup says which tiers hold a block.
 	Lookup(obj store.Object, index int64) cache.Tier
-	// Get returns a whole block from the first of the tiers in from that
-	// holds it, shared and never written again, and the tier that served.
+	// Get returns a whole block from the first tier in from holding it, never written again.
 	Get(obj store.Object, index int64, from cache.Tier) ([]byte, cache.Tier, bool)
-	// ReadAt copies [off, off+len(p)) when every block of it is cached,
-	// verified; ok=false promises nothing about p. place says whether the
-	// ring blocks read are copied into the RAM tier.
+	// ReadAt copies [off, off+len(p)) when all of it is cached, into RAM as place says.
 	ReadAt(obj store.Object, p []byte, off int64, place cache.Placement) (n int, ok bool)
+	// ReadChunks copies a read inside one block from RAM, or from only its ring grains.
+	ReadChunks(obj store.Object, p []byte, off int64) (cache.Tier, bool)
+	// ReadRAM copies a read inside one block that the RAM tier holds, and nothing else.
+	ReadRAM(obj store.Object, p []byte, off int64) bool
 	// Room is how many bytes of blocks it can keep at once.
 	Room() int64
-	// ReadChunks copies a read inside one block from RAM, or from the
-	// ring reading and checking only the grains the read lies in, with no
-	// copy into RAM.
-	ReadChunks(obj store.Object, p []byte, off int64) (cache.Tier, bool)
 	// RAMFree is how many bytes the RAM tier takes before it evicts.
 	RAMFree() int64
-	// ReadRAM copies a read inside one block that the RAM tier holds,
-	// and nothing else.
-	ReadRAM(obj store.Object, p []byte, off int64) bool
-	// ReadingWhole says a handle reads obj in order from its first byte:
-	// the cache may write obj's whole-shard file from the blocks it is
-	// given, as they arrive.
+	// SharesRAM says the RAM tier reuses its slots: a block Get returns is a copy.
+	SharesRAM() bool
+	// ReadingWhole says a handle reads obj in order from its first byte: its whole file may begin.
 	ReadingWhole(obj store.Object)
-	// ReadDone says a handle reading obj closed, and whether it read obj
-	// from its first byte to its last: the cache may keep a shard read
-	// whole as a whole-shard file. It never waits.
+	// ReadDone says a handle reading obj closed, and whether it read obj whole; never waits.
 	ReadDone(obj store.Object, whole bool)
 }
 
@@ -127,14 +112,13 @@ var ErrClosed = errors.New("prefetch: closed")
 // pool reach the rest only through the hooks NewEngine gives them, the
 // producers through the part table, the budget and their hooks, and none
 // reaches another; the part table and the budget reach nothing beyond
-// what their callers pass them. GETs and Sink calls run outside mu, in
+// what their callers pass them. GETs and Keep calls run outside mu, in
 // the GET pool's goroutines.
 type Engine struct {
 	cfg   Config
-	sink  Sink
-	cache Cache // sink, when it can also be read
-	// sharedRAM: the cache's RAM tier reuses its slots (cache.Cache
-	// SharesRAM), so a handle never keeps one of its blocks (readBlockwise).
+	cache Cache // nil: none
+	// sharedRAM: the cache's RAM tier reuses its slots (Cache.SharesRAM),
+	// so a handle never keeps one of its blocks (readBlockwise).
 	sharedRAM bool
 	log       *slog.Logger
 
@@ -157,20 +141,18 @@ type Engine struct {
 	onBudgetWait, onPartWait func()
 }
 
-// NewEngine starts an engine. cfg must be valid (check with Validate
-// first); a nil log discards.
-func NewEngine(cfg Config, f Fetcher, sink Sink, log *slog.Logger) *Engine {
+// NewEngine starts an engine over the cache c, nil for none. cfg must be
+// valid (check with Validate first); a nil log discards.
+func NewEngine(cfg Config, f Fetcher, c Cache, log *slog.Logger) *Engine {
 	if err := cfg.Validate(); err != nil {
 		panic("prefetch: " + err.Error())
 	}
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
-	cache, _ := sink.(Cache)
-	shared, _ := sink.(interface{ SharesRAM() bool })
 	s := &Engine{
-		cfg: cfg, sink: sink, cache: cache, log: log,
-		sharedRAM: shared != nil && shared.SharesRAM(),
+		cfg: cfg, cache: c, log: log,
+		sharedRAM: c != nil && c.SharesRAM(),
 		budget:    newBudget(cfg.Memory),
 		parts:     newPartTable(cfg),
 	}
@@ -185,8 +167,8 @@ func NewEngine(cfg Config, f Fetcher, sink Sink, log *slog.Logger) *Engine {
 		drop:    s.dropLocked,
 	}}
 	s.next = nextShards{maker: maker}
-	s.dense = denseRest{maker: maker, cache: cache, access: map[objectID]*randomAccess{}}
-	s.sched = newSchedule(cfg, cache, scheduleHooks{
+	s.dense = denseRest{maker: maker, cache: c, access: map[objectID]*randomAccess{}}
+	s.sched = newSchedule(cfg, c, scheduleHooks{
 		closed:     func() bool { return s.closed },
 		object:     s.parts.object,
 		tidy:       s.parts.tidy,
@@ -198,7 +180,7 @@ func NewEngine(cfg Config, f Fetcher, sink Sink, log *slog.Logger) *Engine {
 		newPart: s.newPartLocked,
 		release: s.releaseIfUnusedLocked,
 	})
-	s.gets = newGetPool(cfg, f, sink, &s.mu, getHooks{
+	s.gets = newGetPool(cfg, f, c, &s.mu, getHooks{
 		allocate: s.budget.allocate,
 		failed:   s.parts.failure,
 		ended:    s.getEndedLocked,

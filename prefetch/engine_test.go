@@ -23,7 +23,7 @@ func smallConfig() Config {
 	cfg := DefaultConfig()
 	cfg.BlockSize, cfg.PartSize, cfg.MaxPrefetch = 4<<10, 16<<10, 64<<10
 	cfg.Memory, cfg.Concurrency, cfg.ReorderWindow = 256<<10, 8, 32<<10
-	// Tests that count what reaches the Sink must not depend on how fast
+	// Tests that count what reaches the cache must not depend on how fast
 	// it takes it; sinklag_test.go turns the skip on.
 	cfg.SkipLaggingSink = false
 	return cfg
@@ -41,8 +41,8 @@ func testContext(t *testing.T) context.Context {
 
 // newTestEngine starts an engine that the test closes, and checks on
 // cleanup that no GET outlives Close.
-func newTestEngine(t *testing.T, cfg Config, f Fetcher, sink Sink) *Engine {
-	s := NewEngine(cfg, f, sink, nil)
+func newTestEngine(t *testing.T, cfg Config, f Fetcher, c Cache) *Engine {
+	s := NewEngine(cfg, f, c, nil)
 	t.Cleanup(func() {
 		s.Close()
 		if ff, ok := f.(*fakeFetcher); ok && ff.running() != 0 {
@@ -66,7 +66,7 @@ func TestSequentialReadServesEveryByteAndFetchesEachOnce(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	sink := newRecordingSink(t, cfg.BlockSize)
+	sink := newRecordingCache(t, cfg.BlockSize)
 	sink.content = func(_ store.Object, off int64, n int) []byte { return data[off : off+int64(n)] }
 	s := newTestEngine(t, cfg, mem, sink)
 	st := s.Open(obj)
@@ -95,7 +95,7 @@ func TestSequentialReadServesEveryByteAndFetchesEachOnce(t *testing.T) {
 	if stats.PrefetchedServedBytes < int64(len(data))/2 {
 		t.Errorf("only %d of %d bytes came from read-ahead", stats.PrefetchedServedBytes, len(data))
 	}
-	s.Close() // waits for the last Sink calls, which follow the reads
+	s.Close() // waits for the last Keep calls, which follow the reads
 	if sink.total() != int64(len(data)) {
 		t.Errorf("sink received %d bytes, want %d", sink.total(), len(data))
 	}
@@ -123,13 +123,25 @@ func TestRandomSmallReadsFetchAtMostTwoBlocksEach(t *testing.T) {
 	}
 }
 
+// throughPartsCache is a recordingCache that objects up to size fit in, so
+// that random reads of them are served through parts as sequential ones
+// are: none is exact (exact.go). cfg's density rule, which a cache with
+// no room never lets fire (dense.go), is turned off: no object gets parts
+// of its own rest.
+func throughPartsCache(t *testing.T, cfg *Config, size int64) *recordingCache {
+	cfg.DenseRandom = false
+	sink := newRecordingCache(t, cfg.BlockSize)
+	sink.room = size
+	return sink
+}
+
 func TestInterleavedSequentialAndRandomReadersOnOneObject(t *testing.T) {
 	ctx := testContext(t)
 	cfg := smallConfig()
 	f := &fakeFetcher{}
-	sink := newRecordingSink(t, cfg.BlockSize)
-	s := newTestEngine(t, cfg, f, sink)
 	obj := fakeObject("mixed.tar", 1<<20+777)
+	sink := throughPartsCache(t, &cfg, obj.Size)
+	s := newTestEngine(t, cfg, f, sink)
 	var wg sync.WaitGroup
 	for i := range 4 {
 		wg.Go(func() {
@@ -151,6 +163,9 @@ func TestInterleavedSequentialAndRandomReadersOnOneObject(t *testing.T) {
 		})
 	}
 	wg.Wait()
+	if n := s.Stats().ExactReads; n != 0 {
+		t.Errorf("%d random reads fetched exactly, want every one through parts", n)
+	}
 }
 
 // TestManyStreamsOverFewObjects runs 64 concurrent handles over 16 objects
@@ -161,12 +176,12 @@ func TestManyStreamsOverFewObjects(t *testing.T) {
 	cfg := smallConfig()
 	cfg.Memory = 128 << 10
 	f := &fakeFetcher{}
-	sink := newRecordingSink(t, cfg.BlockSize)
-	s := newTestEngine(t, cfg, f, sink)
 	objs := make([]store.Object, 16)
 	for i := range objs {
 		objs[i] = fakeObject(fmt.Sprintf("shard-%02d.tar", i), int64(100<<10+i*4099))
 	}
+	sink := throughPartsCache(t, &cfg, objs[len(objs)-1].Size)
+	s := newTestEngine(t, cfg, f, sink)
 	s.SetOrder(objs)
 	var wg sync.WaitGroup
 	for i := range 64 {
@@ -198,6 +213,9 @@ func TestManyStreamsOverFewObjects(t *testing.T) {
 	}
 	if stats.Streams != 0 {
 		t.Errorf("%d streams still open", stats.Streams)
+	}
+	if stats.ExactReads != 0 {
+		t.Errorf("%d random reads fetched exactly, want every one through parts", stats.ExactReads)
 	}
 }
 

@@ -166,11 +166,48 @@ func (f *fakeFetcher) running() int {
 	return f.active
 }
 
-// recordingSink checks the Sink contract on every range it receives and
-// remembers which blocks it got.
-type recordingSink struct {
+// emptyCache is a Cache that holds nothing and keeps nothing, as a
+// cache.Cache with no tier does: every read of it misses, its Room is 0 (a
+// random read of any object is one of an object larger than the cache,
+// exact.go), and fetched ranges are still handed to Keep. Every test cache
+// embeds it and overrides what it does.
+type emptyCache struct{}
+
+var (
+	_ Cache = emptyCache{}
+	_ Cache = (*cache.Cache)(nil)
+)
+
+func (emptyCache) Keep(store.Object, int64, []byte, cache.Sums, cache.Placement, bool) bool {
+	return false
+}
+func (emptyCache) Summer(int64) *cache.Summer               { return nil }
+func (emptyCache) Lookup(store.Object, int64) cache.Tier    { return cache.NotCached }
+func (emptyCache) ReadRAM(store.Object, []byte, int64) bool { return false }
+func (emptyCache) Room() int64                              { return 0 }
+func (emptyCache) RAMFree() int64                           { return 0 }
+func (emptyCache) SharesRAM() bool                          { return false }
+func (emptyCache) ReadingWhole(store.Object)                {}
+func (emptyCache) ReadDone(store.Object, bool)              {}
+func (emptyCache) Get(store.Object, int64, cache.Tier) ([]byte, cache.Tier, bool) {
+	return nil, cache.NotCached, false
+}
+func (emptyCache) ReadAt(store.Object, []byte, int64, cache.Placement) (int, bool) {
+	return 0, false
+}
+func (emptyCache) ReadChunks(store.Object, []byte, int64) (cache.Tier, bool) {
+	return cache.NotCached, false
+}
+
+// recordingCache is an emptyCache that checks the contract of Keep on every
+// range it receives and remembers which blocks it got. room is its Room:
+// an object that fits in it is not read as one larger than the cache
+// (exact.go).
+type recordingCache struct {
+	emptyCache
 	t         *testing.T
 	blockSize int64
+	room      int64
 	content   func(obj store.Object, off int64, n int) []byte // what obj holds
 
 	mu     sync.Mutex
@@ -178,17 +215,17 @@ type recordingSink struct {
 	bytes  int64
 }
 
-func newRecordingSink(t *testing.T, blockSize int64) *recordingSink {
-	return &recordingSink{t: t, blockSize: blockSize, content: wantBytes, blocks: map[string]map[int64]bool{}}
+func newRecordingCache(t *testing.T, blockSize int64) *recordingCache {
+	return &recordingCache{t: t, blockSize: blockSize, content: wantBytes, blocks: map[string]map[int64]bool{}}
 }
 
-func (r *recordingSink) Put(obj store.Object, index int64, data []byte, _ cache.Placement) {
+func (r *recordingCache) Keep(obj store.Object, index int64, data []byte, _ cache.Sums, _ cache.Placement, _ bool) bool {
 	off := index * r.blockSize
 	if int64(len(data))%r.blockSize != 0 && off+int64(len(data)) != obj.Size {
-		r.t.Errorf("sink got %d bytes of %s at %d: not whole blocks and not the end", len(data), obj.Key, off)
+		r.t.Errorf("cache got %d bytes of %s at %d: not whole blocks and not the end", len(data), obj.Key, off)
 	}
 	if !bytes.Equal(data, r.content(obj, off, len(data))) {
-		r.t.Errorf("sink got wrong bytes for %s at %d", obj.Key, off)
+		r.t.Errorf("cache got wrong bytes for %s at %d", obj.Key, off)
 	}
 	r.mu.Lock()
 	defer r.mu.Unlock()
@@ -199,15 +236,18 @@ func (r *recordingSink) Put(obj store.Object, index int64, data []byte, _ cache.
 		r.blocks[obj.Key][b] = true
 	}
 	r.bytes += int64(len(data))
+	return false
 }
 
-func (r *recordingSink) total() int64 {
+func (r *recordingCache) Room() int64 { return r.room }
+
+func (r *recordingCache) total() int64 {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	return r.bytes
 }
 
-func (r *recordingSink) has(key string, off int64) bool {
+func (r *recordingCache) has(key string, off int64) bool {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	return r.blocks[key][off]

@@ -17,15 +17,14 @@ import (
 // waiting for one (urgent, then read-ahead), the first-byte-first rule
 // (a part's read-ahead waits while a read waits for its object's first
 // bytes, and a part's head GET parks its rest until the object is read
-// again), the accounting of parts being handed to the Sink (sinkLagsLocked)
+// again), the accounting of parts being handed to the cache (sinkLagsLocked)
 // and the goroutines that run the GETs. It is the only caller of the
-// Fetcher and of the Sink. Its state from closed on is guarded by
-// Engine.mu (mu); no GET, ring read or Sink call runs under it.
+// Fetcher and of Cache.Keep. Its state from closed on is guarded by
+// Engine.mu (mu); no GET, ring read or Keep call runs under it.
 type getPool struct {
 	cfg   Config
 	fetch Fetcher
-	sink  Sink
-	cache Cache // sink, when it can also be read: parts read from the ring
+	cache Cache // nil: none; fetched parts go to it, and parts are read from its ring
 	mu    *sync.Mutex
 
 	ctx    context.Context // cancelled by close; parent of every GET
@@ -34,10 +33,10 @@ type getPool struct {
 
 	closed       bool
 	running      int        // GETs in progress
-	sinking      int        // GETs over whose bytes are being handed to the Sink
-	sinkingBytes int64      // budget charged to those GETs' parts, which stay pinned until the Sink returns
+	sinking      int        // GETs over whose bytes are being handed to the cache
+	sinkingBytes int64      // budget charged to those GETs' parts, which stay pinned until Keep returns
 	queue        [2][]*part // parts waiting for a GET slot: urgent, then read-ahead
-	fillers      int        // readers whose every fetched block must reach the Sink (Reader.FillCache)
+	fillers      int        // readers whose every fetched block must reach the cache (Reader.FillCache)
 
 	stats GetStats
 
@@ -45,7 +44,7 @@ type getPool struct {
 }
 
 // fillerLocked counts a reader that starts (1) or stops (-1) filling the
-// cache: while any does, no fetched block skips the Sink.
+// cache: while any does, no fetched block skips it.
 func (g *getPool) fillerLocked(delta int) { g.fillers += delta }
 
 // getHooks are what the pool asks of the rest of the engine, each called
@@ -58,16 +57,15 @@ type getHooks struct {
 	failed func(obj store.Object, r Range) error
 	// ended is told that p's GET is over, its result final, with err: a
 	// slot is free, and a failed part is let go so that the next read
-	// retries. The pool hands nothing to the Sink after a failure.
+	// retries. The pool hands nothing to the cache after a failure.
 	ended func(p *part, err error)
 	// release lets p go once nothing keeps it.
 	release func(p *part)
 }
 
-func newGetPool(cfg Config, f Fetcher, sink Sink, mu *sync.Mutex, hooks getHooks) *getPool {
+func newGetPool(cfg Config, f Fetcher, c Cache, mu *sync.Mutex, hooks getHooks) *getPool {
 	ctx, cancel := context.WithCancel(context.Background())
-	cache, _ := sink.(Cache)
-	return &getPool{cfg: cfg, fetch: f, sink: sink, cache: cache, mu: mu, ctx: ctx, cancel: cancel, getHooks: hooks}
+	return &getPool{cfg: cfg, fetch: f, cache: c, mu: mu, ctx: ctx, cancel: cancel, getHooks: hooks}
 }
 
 // closeLocked cancels every GET, and no deferred read-ahead starts from
@@ -247,7 +245,7 @@ func (g *getPool) startLocked(p *part) {
 
 // get fills one part, from the cache where it holds the part and from the
 // Fetcher for the rest, publishes the result to waiting reads, then hands
-// what was fetched to the Sink.
+// what was fetched to the cache.
 func (g *getPool) get(ctx context.Context, p *part, ringPlace cache.Placement) {
 	defer g.wg.Done()
 	defer p.cancel()
@@ -305,8 +303,8 @@ func (g *getPool) get(ctx context.Context, p *part, ringPlace cache.Placement) {
 		return
 	}
 	place := p.why.placement()
-	if g.sink == nil || !p.why.toCache() || fromRing == want || g.sinkLagsLocked(p, place) {
-		if g.sink != nil && p.why.toCache() && fromRing < want {
+	if g.cache == nil || !p.why.toCache() || fromRing == want || g.sinkLagsLocked(p, place) {
+		if g.cache != nil && p.why.toCache() && fromRing < want {
 			g.stats.SinkSkippedBytes += want - fromRing
 		}
 		g.release(p)
@@ -320,16 +318,11 @@ func (g *getPool) get(ctx context.Context, p *part, ringPlace cache.Placement) {
 	g.mu.Unlock()
 
 	index, data := (p.off+fromRing)/g.cfg.BlockSize, p.buf[fromRing:want]
-	var kept bool
-	if k, ok := g.sink.(keeper); ok {
-		// The cache decides whether a one-block buffer itself becomes
-		// its RAM copy (a random reader's block); nothing writes a
-		// fetched part's buffer again.
-		own := fromRing == 0 && int64(len(p.buf)) <= g.cfg.BlockSize
-		kept = k.Keep(p.o.obj, index, data, p.sums.From(fromRing), place, own)
-	} else {
-		g.sink.Put(p.o.obj, index, data, place)
-	}
+	// The cache decides whether a one-block buffer itself becomes its RAM
+	// copy (a random reader's block); nothing writes a fetched part's
+	// buffer again.
+	own := fromRing == 0 && int64(len(p.buf)) <= g.cfg.BlockSize
+	kept := g.cache.Keep(p.o.obj, index, data, p.sums.From(fromRing), place, own)
 
 	g.mu.Lock()
 	p.bufKept = kept
@@ -387,8 +380,8 @@ func (g *getPool) readRing(p *part, want int64, place cache.Placement) int64 {
 // returns how many it got, or the error that ended the GET.
 func (g *getPool) fetchRest(ctx context.Context, p *part, from, want int64) (int, error) {
 	first := true
-	if k, ok := g.sink.(keeper); ok && p.sums == nil {
-		p.sums = k.Summer(p.size)
+	if g.cache != nil && p.sums == nil {
+		p.sums = g.cache.Summer(p.size)
 	}
 	progress := store.WithProgress(ctx, func(n int) {
 		p.sums.Advance(p.buf[:p.end-p.off], from, from+int64(n)) // the part's end, not this GET's: a head ends mid-grain

@@ -9,11 +9,11 @@ import (
 	"github.com/shardfs/shardfs/store"
 )
 
-// keepingSink keeps every buffer Keep is offered to own, as the cache's
+// keepingCache keeps every buffer Keep is offered to own, as the cache's
 // RAM tier does, and remembers what each held then, and the longest data
 // offered to own.
-type keepingSink struct {
-	*recordingSink
+type keepingCache struct {
+	*recordingCache
 	mu       sync.Mutex
 	kept     [][]byte // the buffers handed over
 	was      [][]byte // their bytes when handed over
@@ -21,17 +21,15 @@ type keepingSink struct {
 	notOwned int      // Keep calls without own
 }
 
-// newKeepingEngine is an engine of cfg over a fake store whose Sink
-// is a keepingSink.
-func newKeepingEngine(t *testing.T, cfg Config) (*keepingSink, *Engine) {
-	sink := &keepingSink{recordingSink: newRecordingSink(t, cfg.BlockSize)}
+// newKeepingEngine is an engine of cfg over a fake store whose cache is
+// a keepingCache.
+func newKeepingEngine(t *testing.T, cfg Config) (*keepingCache, *Engine) {
+	sink := &keepingCache{recordingCache: newRecordingCache(t, cfg.BlockSize)}
 	return sink, newTestEngine(t, cfg, &fakeFetcher{}, sink)
 }
 
-func (k *keepingSink) Summer(int64) *cache.Summer { return nil }
-
-func (k *keepingSink) Keep(obj store.Object, index int64, data []byte, _ cache.Sums, place cache.Placement, own bool) bool {
-	k.Put(obj, index, data, place)
+func (k *keepingCache) Keep(obj store.Object, index int64, data []byte, sums cache.Sums, place cache.Placement, own bool) bool {
+	k.recordingCache.Keep(obj, index, data, sums, place, own)
 	k.mu.Lock()
 	defer k.mu.Unlock()
 	if !own {

@@ -87,8 +87,8 @@ type part struct {
 	fromRing bool
 
 	buf     []byte
-	bufKept bool          // the cache kept buf as its RAM copy (keeper): never pooled
-	sums    *cache.Summer // buf's checksums for the keeper, summed as bytes arrive; the GET's goroutine's
+	bufKept bool          // the cache kept buf as its RAM copy (Cache.Keep): never pooled
+	sums    *cache.Summer // buf's checksums for Cache.Keep, summed as bytes arrive; the GET's goroutine's
 	arrived arrival       // leading bytes of buf that are final, before done
 	done    chan struct{} // closed when err and buf are final
 	err     error
@@ -98,8 +98,8 @@ type part struct {
 	awaitingFirst bool      // counted in o.awaitingFirst
 	dying         bool      // removed while its GET ran: charged to budget.dying until freed
 
-	pins    int               // reads waiting on or copying from buf, and the Sink call
-	sinking bool              // the Sink call runs
+	pins    int               // reads waiting on or copying from buf, and the Keep call
+	sinking bool              // the Keep call runs
 	holders map[*Stream]int64 // streams that want it → bytes each has read from it
 }
 

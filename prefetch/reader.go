@@ -115,8 +115,8 @@ func (s *Engine) readWhole(st *Stream) {
 }
 
 // tellReadWholeLocked tells the cache that o was read whole once none of
-// its parts is fetching or in the Sink's hands (readWhole). Cache.ReadDone
-// never waits.
+// its parts is fetching or being handed to the cache (readWhole).
+// Cache.ReadDone never waits.
 func (s *Engine) tellReadWholeLocked(o *object) {
 	if !o.readWhole {
 		return

@@ -16,6 +16,7 @@ import (
 // blockCache holds whole objects, in its RAM tier except for those in
 // onDisk, and counts the blocks it hands out.
 type blockCache struct {
+	emptyCache
 	data      map[string][]byte
 	onDisk    map[string]bool
 	blockSize int64
@@ -66,8 +67,6 @@ func (c *blockCache) ReadAt(obj store.Object, p []byte, off int64, _ cache.Place
 	c.mu.Unlock()
 	return copy(p, d[off:]), true
 }
-
-func (c *blockCache) Put(store.Object, int64, []byte, cache.Placement) {}
 
 func readerConfig(bs int64) Config {
 	cfg := DefaultConfig()
@@ -201,8 +200,6 @@ func (c *blockCache) ReadChunks(obj store.Object, p []byte, off int64) (cache.Ti
 
 func (c *blockCache) RAMFree() int64 { return 1 << 40 }
 
-func (c *blockCache) ReadRAM(store.Object, []byte, int64) bool { return false }
-
 func (c *blockCache) ReadDone(obj store.Object, whole bool) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
@@ -275,7 +272,7 @@ func TestReadWholeTellsTheCache(t *testing.T) {
 	}
 }
 
-// gatedCache is a blockCache whose Put of block gated waits for gate, and
+// gatedCache is a blockCache whose Keep of block gated waits for gate, and
 // that records the blocks put when ReadDone is told of a whole read.
 type gatedCache struct {
 	*blockCache
@@ -287,7 +284,7 @@ type gatedCache struct {
 	atTell int // blocks put when ReadDone was told of a whole read
 }
 
-func (c *gatedCache) Put(_ store.Object, index int64, data []byte, _ cache.Placement) {
+func (c *gatedCache) Keep(_ store.Object, index int64, data []byte, _ cache.Sums, _ cache.Placement, _ bool) bool {
 	last := index + (int64(len(data))-1)/c.blockSize
 	if index <= c.gated && c.gated <= last {
 		<-c.gate
@@ -297,6 +294,7 @@ func (c *gatedCache) Put(_ store.Object, index int64, data []byte, _ cache.Place
 	for i := index; i <= last; i++ {
 		c.put[i] = true
 	}
+	return false
 }
 
 func (c *gatedCache) ReadDone(obj store.Object, whole bool) {
@@ -309,7 +307,7 @@ func (c *gatedCache) ReadDone(obj store.Object, whole bool) {
 // A reader reads a part's last bytes before the part's GET has handed them
 // to the cache. A handle that read its object whole tells the cache only
 // once every block was handed over, so that the whole-shard file the cache
-// makes of it finds them all; not at its Close, while the last Put waits.
+// makes of it finds them all; not at its Close, while the last Keep waits.
 func TestReadWholeTellsTheCacheOnceItTookEveryBlock(t *testing.T) {
 	ctx := testContext(t)
 	cfg := smallConfig()
@@ -319,7 +317,7 @@ func TestReadWholeTellsTheCacheOnceItTookEveryBlock(t *testing.T) {
 	s := newTestEngine(t, cfg, &fakeFetcher{}, c)
 	var once sync.Once
 	release := func() { once.Do(func() { close(c.gate) }) }
-	defer release() // before the engine's Close, which waits for the Put
+	defer release() // before the engine's Close, which waits for the Keep
 	r := s.OpenReader(obj, false, 0)
 	buf := make([]byte, cfg.BlockSize)
 	for off := int64(0); off < obj.Size; off += cfg.BlockSize {
@@ -332,14 +330,14 @@ func TestReadWholeTellsTheCacheOnceItTookEveryBlock(t *testing.T) {
 	told := len(c.wholes)
 	c.mu.Unlock()
 	if told != 0 {
-		t.Fatalf("ReadDone told of a whole read while the Put of its last block waited")
+		t.Fatalf("ReadDone told of a whole read while the Keep of its last block waited")
 	}
 	release()
 	settledStats(t, s)
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if len(c.wholes) != 1 || c.atTell != blocks {
-		t.Fatalf("after the last Put: ReadDone told of %v read whole, with %d of %d blocks put; want [%s], every block put", c.wholes, c.atTell, blocks, obj.Key)
+		t.Fatalf("after the last Keep: ReadDone told of %v read whole, with %d of %d blocks put; want [%s], every block put", c.wholes, c.atTell, blocks, obj.Key)
 	}
 }
 

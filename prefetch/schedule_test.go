@@ -325,11 +325,11 @@ func TestScheduleOfASmallShardFetchesWholeParts(t *testing.T) {
 	}{{"with a cache", true, 1, 8 * mib}, {"without", false, 2, 2 * mib}} {
 		t.Run(tc.name, func(t *testing.T) {
 			f := &fakeFetcher{}
-			var sink Sink
+			var c Cache
 			if tc.cache {
-				sink = newRingCache(t, cfg.BlockSize, 64*mib)
+				c = newRingCache(t, cfg.BlockSize, 64*mib)
 			}
-			s := newTestEngine(t, cfg, f, sink)
+			s := newTestEngine(t, cfg, f, c)
 			s.Schedule(1, ranges)
 			settledStats(t, s)
 			if g, n := f.gets.Load(), f.askedBytes.Load(); g != tc.gets || n != tc.bytes {

@@ -12,22 +12,22 @@ import (
 	"github.com/shardfs/shardfs/store"
 )
 
-// slowSink is a cache disk slower than the store: each Put takes delay,
+// slowCache is a cache disk slower than the store: each Keep takes delay,
 // and none returns before open is closed (nil: open from the start). The
-// gate is a channel, not a lock, so that a Put waiting at it is durably
+// gate is a channel, not a lock, so that a Keep waiting at it is durably
 // blocked in a synctest bubble.
-type slowSink struct {
-	*recordingSink
+type slowCache struct {
+	*recordingCache
 	delay time.Duration
 	open  chan struct{}
 }
 
-func (s *slowSink) Put(obj store.Object, index int64, data []byte, place cache.Placement) {
+func (s *slowCache) Keep(obj store.Object, index int64, data []byte, sums cache.Sums, place cache.Placement, own bool) bool {
 	if s.open != nil {
 		<-s.open
 	}
 	time.Sleep(s.delay)
-	s.recordingSink.Put(obj, index, data, place)
+	return s.recordingCache.Keep(obj, index, data, sums, place, own)
 }
 
 func lagConfig() Config {
@@ -56,19 +56,19 @@ func readThrough(ctx context.Context, t *testing.T, r *Reader, obj store.Object)
 }
 
 // TestReadAheadSkipsASinkThatStalls: a cache that takes nothing does not
-// hold a sequential reader. Its parts stop waiting for the Sink once half
+// hold a sequential reader. Its parts stop waiting for the cache once half
 // the budget does, every byte read is right, and every byte fetched either
-// reaches the Sink or is counted as skipped. In a synctest bubble a reader
-// held by the Sink is a deadlock that fake time turns into the end of the
+// reaches the cache or is counted as skipped. In a synctest bubble a reader
+// held by the cache is a deadlock that fake time turns into the end of the
 // test's context at once, not a wait on the wall clock.
 func TestReadAheadSkipsASinkThatStalls(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		ctx := testContext(t)
 		cfg := lagConfig()
-		sink := &slowSink{recordingSink: newRecordingSink(t, cfg.BlockSize), open: make(chan struct{})}
+		sink := &slowCache{recordingCache: newRecordingCache(t, cfg.BlockSize), open: make(chan struct{})}
 		openSink := sync.OnceFunc(func() { close(sink.open) })
 		s := newTestEngine(t, cfg, &fakeFetcher{}, sink)
-		t.Cleanup(openSink) // before Close, which waits for the Sink
+		t.Cleanup(openSink) // before Close, which waits for the cache
 		obj := fakeObject("stalled", 64*cfg.PartSize)
 		r := s.OpenReader(obj, false, 0)
 		readThrough(ctx, t, r, obj)
@@ -76,22 +76,22 @@ func TestReadAheadSkipsASinkThatStalls(t *testing.T) {
 		openSink()
 		st := settledStats(t, s)
 		if st.SinkSkippedBytes == 0 {
-			t.Fatal("no read-ahead bytes skipped a Sink that took nothing")
+			t.Fatal("no read-ahead bytes skipped a cache that took nothing")
 		}
 		if got := sink.total() + st.SinkSkippedBytes; got != st.FetchedBytes {
-			t.Errorf("the Sink got %d bytes and %d were skipped: %d, want the %d fetched", sink.total(), st.SinkSkippedBytes, got, st.FetchedBytes)
+			t.Errorf("the cache got %d bytes and %d were skipped: %d, want the %d fetched", sink.total(), st.SinkSkippedBytes, got, st.FetchedBytes)
 		}
 		if max := cfg.Memory/sinkLagShare + cfg.PartSize; sink.total() > max {
-			t.Errorf("the Sink held %d bytes while it stalled, want at most %d (half the budget and a part)", sink.total(), max)
+			t.Errorf("the cache held %d bytes while it stalled, want at most %d (half the budget and a part)", sink.total(), max)
 		}
 	})
 }
 
 // TestCacheFillerWaitsForASlowSink: with a reader that fills the cache
-// open, every fetched block reaches a Sink slower than the store, while
+// open, every fetched block reaches a cache slower than the store, while
 // without one the same read skips it. The test runs in a synctest bubble:
-// the Sink's delay is fake time, which passes only while every goroutine
-// waits, and the fake store takes none, so the Sink lags the store on
+// the cache's delay is fake time, which passes only while every goroutine
+// waits, and the fake store takes none, so the cache lags the store on
 // every run, however fast or loaded the machine.
 func TestCacheFillerWaitsForASlowSink(t *testing.T) {
 	for _, fill := range []bool{false, true} {
@@ -103,7 +103,7 @@ func TestCacheFillerWaitsForASlowSink(t *testing.T) {
 			synctest.Test(t, func(t *testing.T) {
 				ctx := testContext(t)
 				cfg := lagConfig()
-				sink := &slowSink{recordingSink: newRecordingSink(t, cfg.BlockSize), delay: 2 * time.Millisecond}
+				sink := &slowCache{recordingCache: newRecordingCache(t, cfg.BlockSize), delay: 2 * time.Millisecond}
 				s := newTestEngine(t, cfg, &fakeFetcher{}, sink)
 				obj := fakeObject("slow", 32*cfg.PartSize)
 				r := s.OpenReader(obj, false, 0)
@@ -115,9 +115,9 @@ func TestCacheFillerWaitsForASlowSink(t *testing.T) {
 				st := settledStats(t, s)
 				switch {
 				case fill && (st.SinkSkippedBytes != 0 || sink.total() != obj.Size):
-					t.Errorf("filling the cache: the Sink got %d of %d bytes, %d skipped", sink.total(), obj.Size, st.SinkSkippedBytes)
+					t.Errorf("filling the cache: it got %d of %d bytes, %d skipped", sink.total(), obj.Size, st.SinkSkippedBytes)
 				case !fill && st.SinkSkippedBytes == 0:
-					t.Errorf("without a filler no byte skipped a Sink taking %v a part", sink.delay)
+					t.Errorf("without a filler no byte skipped a cache taking %v a part", sink.delay)
 				}
 				s.mu.Lock()
 				fillers := s.gets.fillers

@@ -308,19 +308,19 @@ func (s *Engine) streamPurpose(forRead, sequential, fromRing bool) purpose {
 		return forWindow
 	case sequential:
 		return forStreamRead
-	case !fromRing && s.sink != nil:
+	case !fromRing && s.cache != nil:
 		return forMissedRead
 	}
 	return forRandomRead
 }
 
-// sinkLagsLocked reports whether p's bytes skip the Sink because it takes
+// sinkLagsLocked reports whether p's bytes skip the cache because it takes
 // blocks more slowly than the store brings them: p is read-ahead (its
 // reader keeps its own copy), Config.SkipLaggingSink is set, no reader
-// fills the cache, and the parts still being handed to the Sink would,
+// fills the cache, and the parts still being handed to the cache would,
 // with p, hold more than a sinkLagShare of the budget (one part may always
 // wait, whatever the budget). Parts wait pinned
-// until the Sink returns, so a disk slower than the network would
+// until Keep returns, so a disk slower than the network would
 // otherwise fill the budget with them and hold every reader to the
 // disk's pace; a skipped block is fetched again on the next pass, when
 // the disk may take it.

@@ -37,7 +37,7 @@ func TestFetchedBlocksReachTheRingSummedOnArrival(t *testing.T) {
 		}
 	}
 	r.Close()
-	s.Close() // every Sink call has returned
+	s.Close() // every Keep call has returned
 
 	st2 := c.Stats()
 	if want := uint64(24 + 1 + 4); st2.RingWrites != want || st2.RingPresummed != st2.RingWrites {

@@ -16,10 +16,10 @@ import (
 // whole-shard file, and its reader closed, only once the bytes fetched for
 // it are in the ring: a read is answered as soon as its bytes arrive,
 // before its GET is over and they are handed to the cache. A GET that
-// brought its whole range is handed to the Sink by its goroutine once it
-// is over (prefetch.Sink; no block skips it while a reader that fills the
-// cache is open, and a warm's reads are sequential, so every GET is a
-// part's), so each such GET is matched by one Put or Keep; a GET that did
+// brought its whole range is handed to the cache by its goroutine once it
+// is over (prefetch.Cache.Keep; no block skips it while a reader that
+// fills the cache is open, and a warm's reads are sequential, so every GET
+// is a part's), so each such GET is matched by one Keep; a GET that did
 // not is matched by nothing.
 type handoffs struct {
 	mu      sync.Mutex
@@ -108,11 +108,6 @@ func (f fetcher) ReadRange(ctx context.Context, obj store.Object, off int64, p [
 type sink struct {
 	*cache.Cache
 	h *handoffs
-}
-
-func (s sink) Put(obj store.Object, index int64, data []byte, place cache.Placement) {
-	s.Cache.Put(obj, index, data, place)
-	s.h.done(obj)
 }
 
 func (s sink) Keep(obj store.Object, index int64, data []byte, sums cache.Sums, place cache.Placement, own bool) bool {

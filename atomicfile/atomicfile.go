@@ -23,11 +23,18 @@ const (
 	// Durable: as Atomic, and the new file survives a power loss (its
 	// directory is synced after the rename).
 	Durable
+	// Unsynced: nothing is synced. A crash or a power loss may leave the
+	// old file, or the new one with some of its bytes not on the disk:
+	// only for a file whose reader checks its bytes before it uses them.
+	Unsynced
 )
 
 func (d Durability) String() string {
-	if d == Durable {
+	switch d {
+	case Durable:
 		return "durable"
+	case Unsynced:
+		return "unsynced"
 	}
 	return "atomic"
 }
@@ -35,8 +42,9 @@ func (d Durability) String() string {
 // File is a replacement of path being written. Commit puts it in place;
 // Discard, a no-op after Commit, removes it.
 type File struct {
-	pending *renameio.PendingFile
-	path    string
+	pending   *renameio.PendingFile
+	path      string
+	committed bool // renamed in place without renameio (Unsynced)
 }
 
 // Create starts a replacement of path: a new 0600 file in path's
@@ -78,9 +86,22 @@ func (f *File) Direct(on bool) error {
 	return err
 }
 
-// Commit syncs and closes the file and renames it over the target, then,
-// for Durable, syncs the target's directory.
+// Commit syncs (but for Unsynced) and closes the file and renames it over
+// the target, then, for Durable, syncs the target's directory.
 func (f *File) Commit(d Durability) error {
+	if d == Unsynced {
+		// renameio always syncs the file: close and rename it here.
+		if err := f.pending.File.Close(); err != nil {
+			f.pending.Cleanup()
+			return err
+		}
+		if err := os.Rename(f.pending.Name(), f.path); err != nil {
+			os.Remove(f.pending.Name())
+			return err
+		}
+		f.committed = true
+		return nil
+	}
 	if err := f.pending.CloseAtomicallyReplace(); err != nil {
 		f.pending.Cleanup()
 		return err
@@ -92,7 +113,11 @@ func (f *File) Commit(d Durability) error {
 }
 
 // Discard closes and removes the file unless it was committed.
-func (f *File) Discard() { f.pending.Cleanup() }
+func (f *File) Discard() {
+	if !f.committed {
+		f.pending.Cleanup()
+	}
+}
 
 // Write replaces path with what write writes (through a buffer), with
 // durability d. On any error path is left as it was.

@@ -179,3 +179,31 @@ func TestDirectWritesThenATailHoldEveryByte(t *testing.T) {
 		t.Fatalf("committed file: %d bytes, err %v; want the %d bytes written", len(got), err, len(want))
 	}
 }
+
+// An Unsynced commit puts the new file in place as the others do, and a
+// Discard after it leaves it there.
+func TestUnsyncedCommitPutsTheFileInPlace(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "f")
+	f, err := Create(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := f.WriteAt([]byte("later"), 5); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := f.WriteAt([]byte("first"), 0); err != nil {
+		t.Fatal(err)
+	}
+	if err := f.Commit(Unsynced); err != nil {
+		t.Fatal(err)
+	}
+	f.Discard()
+	got, err := os.ReadFile(path)
+	if err != nil || string(got) != "firstlater" {
+		t.Fatalf("after an Unsynced commit and a Discard, %s holds %q, %v; want \"firstlater\"", path, got, err)
+	}
+	entries, _ := os.ReadDir(filepath.Dir(path))
+	if len(entries) != 1 {
+		t.Fatalf("%d entries beside the file, want none", len(entries)-1)
+	}
+}

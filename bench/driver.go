@@ -421,6 +421,12 @@ func (d *driver) measure(ctx context.Context, r Run, argv []string, m *mount, re
 			if !ok {
 				return fmt.Errorf("%s/.shardfs/stats did not answer within %s: the daemon is stuck", d.mnt, grace)
 			}
+			// Every counter, for the pass's story beyond its row (what
+			// was passed through, made whole, skipped, evicted).
+			if b, err := json.MarshalIndent(c, "", " "); err == nil {
+				_ = os.WriteFile(filepath.Join(d.o.Out, "logs", fmt.Sprintf("%s.%s.round%d.pass%d.stats.json",
+					r.Workload.Name, r.System.Name, r.Round, rec.Pass)), b, 0o644)
+			}
 			fetched, served := c["shardfs_store_bytes_total"], c["shardfs_read_bytes_total"]
 			rec.DaemonFetchedBytes, rec.DaemonServedBytes = fetched-m.fetched, served-m.served
 			m.fetched, m.served = fetched, served

@@ -8,13 +8,15 @@ import (
 )
 
 // A shard read in order from its first byte is written to its whole-shard
-// file while it is read: every block a Put stores in the ring goes to the
-// file as well (builds.write), from the same buffer, with the CRC the ring
-// summed it by. When the read ends whole (ReadDone) the promoter finishes
-// the file, filling the blocks cached before the build began from the ring
-// and the RAM tier, so the shard is a file as soon as its read ends, with
-// no copy of its bytes after it: the next pass over a data set is passed
-// through (promote.go copies the shards read whole without a build).
+// file while it is read: every block a Put is given of it goes to the file
+// instead of the ring (builds.write), from the Put's buffer, with the CRC
+// its arrival was summed by, so a pass over a data set writes each block
+// to the disk once. When the read ends whole (ReadDone) the promoter
+// finishes the file, copying in the blocks cached before the build began
+// (a next-shard guess's, the window's first parts) from the ring and the
+// RAM tier, so a shard read whole is a file soon after its read ends, and
+// the next pass over a data set is passed through (promote.go copies the
+// shards read whole without a build).
 
 // maxBuilds bounds the files being written at once, each with its room
 // reserved in the whole-shard tier; a stream past it is made a file by a
@@ -82,9 +84,11 @@ func (c *Cache) ReadingWhole(obj store.Object) {
 	}
 }
 
-// write hands the blocks of a Put that the ring stored to the file being
-// written of their shard, if any.
-func (bs *builds) write(ver versionID, blocks []pendingBlock) {
+// write hands the blocks of a Put to the file being written of their
+// shard, if any, and returns those it did not take, for the ring: all of
+// them when there is no such file. grain is the ring's, by which the
+// blocks' arrival sums were made.
+func (bs *builds) write(ver versionID, blocks []pendingBlock, grain int64) []pendingBlock {
 	bs.mu.Lock()
 	var file *wholefile.Builder
 	if e := bs.m[ver]; e != nil {
@@ -92,13 +96,14 @@ func (bs *builds) write(ver versionID, blocks []pendingBlock) {
 	}
 	bs.mu.Unlock()
 	if file == nil {
-		return
+		return blocks
 	}
-	for _, b := range blocks {
-		if b.inRing {
-			file.Write(b.index, b.data, b.sum)
+	for i := range blocks {
+		if !file.Write(blocks[i].index, blocks[i].data, blocks[i].sum(grain)) {
+			return blocks[i:] // the file failed or is done: the ring takes the rest
 		}
 	}
+	return nil
 }
 
 // end takes the file being written of ver when a handle reading it ends:

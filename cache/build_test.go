@@ -39,6 +39,9 @@ func TestAShardReadFromItsStartIsAFileWhenItsReadEnds(t *testing.T) {
 		if c.Lookup(o.obj, 1) != NotCached {
 			t.Fatal("block 1 is still cached after six more blocks in a ring of four slots: the test cannot tell a build from a copy")
 		}
+		if st := c.Stats(); st.RingWrites != 1 {
+			t.Errorf("%d blocks written to the ring, want 1 (block 0, put before the build began): a block of a shard being written as read goes to its file alone", st.RingWrites)
+		}
 		if c.HasWholeFile(o.obj) {
 			t.Fatal("a whole-shard file is held before the read ended")
 		}

@@ -18,17 +18,18 @@ import (
 // blocks in the ring and the RAM tier, each checked (MakeWholeFile), so
 // that the pass that read a shard does not wait for its file; a file is
 // remembered as checked (wholefile's MarkChecked), its bytes summed as they
-// were written, so its first open does not read it again. Two run at once:
-// a pass over a data set closes its shards faster than one copy makes
-// their files, and a file not made when the next pass opens its shard
-// leaves that open to the daemon.
+// were written, so its first open does not read it again. Four run at
+// once: a pass over a data set closes its shards faster than one copy makes
+// their files, the copies wait on the disk more than on the CPU, and a
+// file not made when the next pass opens its shard leaves that open to the
+// daemon.
 
 // promoteQueue bounds the shards waiting to be made whole files; past it
 // ReadDone drops them (a later whole read asks again).
 const promoteQueue = 64
 
 // promoters is how many copies run at once.
-const promoters = 2
+const promoters = 4
 
 // promoter runs the copies: it owns their queue, their goroutines and the
 // context that ends them. It is started by the first shard queued and

@@ -15,10 +15,17 @@ type pendingBlock struct {
 	sums  Sums   // the grain CRCs of the run data came in, when summed as it arrived
 	at    int64  // where data starts in that run
 
-	// Set by ring.writeBlocks: the block is in the ring, and sum is the
-	// CRC32C of its bytes.
-	inRing bool
-	sum    uint32
+}
+
+// sum is the CRC32C of the block's bytes: combined from the grain CRCs
+// summed as they arrived where there are some, else read once.
+func (b *pendingBlock) sum(grain int64) uint32 {
+	if grains, ok := b.sums.block(b.at, b.size, grain); ok {
+		chunk := grain * grainsPerChunk
+		chunks := chunksOf(&grains, b.size, grain)
+		return blockSumOf(&chunks, b.size, chunk)
+	}
+	return checksum(b.data[:b.size])
 }
 
 // Put caches data, the bytes of obj from block index on, where place
@@ -148,8 +155,12 @@ func (c *Cache) put(obj store.Object, off int64, data []byte, sums Sums, place P
 	if r != nil && len(blocks) > 0 {
 		key := c.cfg.key(obj)
 		named := slotHeader{Object: objectIDOf(c.cfg.Namespace, key), Namespace: c.cfg.Namespace, Key: key, ETag: obj.ETag}
-		r.writeBlocks(blocks, named, c.disableRing)
-		c.builds.write(ver, blocks)
+		// A shard whose whole-shard file is being written as it is
+		// read (build.go) takes its blocks there instead of the ring:
+		// the file is what its next open reads.
+		if rest := c.builds.write(ver, blocks, r.grain()); len(rest) > 0 {
+			r.writeBlocks(rest, named, c.disableRing)
+		}
 	}
 	if inMemory && len(blocks) > 0 {
 		for _, b := range blocks {
@@ -164,7 +175,7 @@ func (c *Cache) put(obj store.Object, off int64, data []byte, sums Sums, place P
 
 // writeBlocks stores blocks in consecutive ring slots where it can, the
 // data of paged blocks through the page cache, each slot's header naming
-// the object as named does, and marks each block it stored (inRing, sum). A write that fails calls failed (the cache
+// the object as named does. A write that fails calls failed (the cache
 // switches the ring off) and aborts the blocks after it.
 func (r *ring) writeBlocks(blocks []pendingBlock, named slotHeader, failed func(error)) {
 	keys := make([]blockKey, len(blocks))
@@ -209,7 +220,6 @@ func (r *ring) writeBlocks(blocks []pendingBlock, named slotHeader, failed func(
 			continue
 		}
 		r.commit(n, b.size, chunks, grains.tableSum())
-		blocks[i].inRing, blocks[i].sum = true, blockSumOf(&chunks, b.size, r.chunk())
 		r.stats.ringWrites.Add(1)
 		if summed {
 			r.stats.ringPresummed.Add(1)

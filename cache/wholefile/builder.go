@@ -75,15 +75,17 @@ func (b *Builder) length(index int64) int64 {
 // Write puts block index in the file: p holds its bytes at an aligned
 // address, padded with zeros to the alignment when the block is the
 // shard's short last one, and sum is the CRC32C of its real bytes. p is
-// not kept.
-func (b *Builder) Write(index int64, p []byte, sum uint32) {
+// not kept. It reports whether the file took the block: false once the
+// build is finished, abandoned or failed, or for a block that is not one
+// of the shard's.
+func (b *Builder) Write(index int64, p []byte, sum uint32) bool {
 	if index < 0 || index >= b.blocks() || int64(len(p)) < aligned.Up(b.length(index)) {
-		return
+		return false
 	}
 	b.mu.RLock()
 	defer b.mu.RUnlock()
 	if b.done {
-		return
+		return false
 	}
 	_, err := b.f.WriteAt(p[:aligned.Up(b.length(index))], index*b.blockSize)
 	b.table.Lock()
@@ -91,14 +93,17 @@ func (b *Builder) Write(index int64, p []byte, sum uint32) {
 	switch {
 	case err != nil && b.failed == nil:
 		b.failed = err
-	case err == nil:
+	case err == nil && b.failed == nil:
 		b.sums[index] = sum
+		return true
 	}
+	return false
 }
 
 // Finish completes the file: the blocks no Write brought are read by
-// read, every byte checked, then the file is synced, vouched for and
-// named, as Make does. It reports whether the tier holds the file when it
+// read, every byte checked, then the file is vouched for and named, with
+// nothing synced (Tier.commit, Unsynced): the pass reading the shard's
+// next open must not wait for a flush. It reports whether the tier holds the file when it
 // returns; false with a nil error when a block is missing or failing its
 // check. The Builder is spent either way.
 func (b *Builder) Finish(ctx context.Context, read ReadFunc) (bool, error) {
@@ -155,11 +160,8 @@ func (b *Builder) finishLocked(ctx context.Context, read ReadFunc) (bool, error)
 	if err := b.f.Truncate(b.s.Size); err != nil {
 		return false, fmt.Errorf("whole-shard file of %s: %w", b.s.Key, err)
 	}
-	if err := b.f.Sync(); err != nil {
-		return false, fmt.Errorf("whole-shard file of %s: %w", b.s.Key, err)
-	}
 	r := record{Name: b.name, Key: b.s.Key, ETag: b.s.ETag, Size: b.s.Size, Sum: sum}
-	if err := b.t.commit(r, b.f); err != nil {
+	if err := b.t.commit(r, b.f, atomicfile.Unsynced); err != nil {
 		return false, fmt.Errorf("whole-shard file of %s: %w", b.s.Key, err)
 	}
 	return true, nil

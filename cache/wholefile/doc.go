@@ -10,7 +10,8 @@
 // read of its ring blocks, each of which must pass its CRC), or hands it
 // block by block, with each block's CRC32C, while the shard is read
 // (Tier.Begin, Builder.Write; Builder.Finish reads the blocks not handed
-// through the ReadFunc and combines the blocks' CRCs), written to a
+// through the ReadFunc and combines the blocks' CRCs; such a file is
+// committed unsynced, Tier.commit says why), written to a
 // temporary file with a CRC32C over the whole file, synced, vouched for by
 // a synced journal record (journal.go), then renamed to NAME and the
 // directory synced (package atomicfile, a Durable write). Open deletes

@@ -128,14 +128,17 @@ func writeJournal(path string, recs map[string]record) error {
 	return nil
 }
 
-// appendRecord adds r to the open journal and syncs it.
-func appendRecord(j *os.File, r record) error {
+// appendRecord adds r to the open journal and, with sync, syncs it.
+func appendRecord(j *os.File, r record, sync bool) error {
 	b, err := encodeRecord(r)
 	if err != nil {
 		return err
 	}
 	if _, err := j.Write(b); err != nil {
 		return err
+	}
+	if !sync {
+		return nil
 	}
 	return j.Sync()
 }

@@ -209,17 +209,23 @@ func (t *Tier) unreserve(name string, size int64) {
 	t.reserved -= size
 }
 
-// commit vouches for f, a complete and synced file of r, and gives it its
-// name, durably: a power loss after commit keeps the file and its record.
-func (t *Tier) commit(r record, f *atomicfile.File) error {
+// commit vouches for f, a complete file of r, and gives it its name.
+// Durable (Make: warm's files, which a node keeps for its runs): f is
+// synced and a power loss after commit keeps the file and its record.
+// Unsynced (a file written as its shard was read): nothing is synced, so
+// the pass that wrote it waits for no flush; a crash may lose the file or
+// its record, or leave a record of a file with bytes not on the disk,
+// which the file's check at its first open in the next process's life
+// finds (checkWhole), so the file is dropped, never handed out.
+func (t *Tier) commit(r record, f *atomicfile.File, d atomicfile.Durability) error {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	delete(t.making, r.Name)
 	t.reserved -= r.Size
-	if err := appendRecord(t.journal, r); err != nil {
+	if err := appendRecord(t.journal, r, d != atomicfile.Unsynced); err != nil {
 		return fmt.Errorf("whole-shard journal: %w", err)
 	}
-	if err := f.Commit(atomicfile.Durable); err != nil {
+	if err := f.Commit(d); err != nil {
 		return err
 	}
 	t.files[r.Name] = &file{rec: r, lastUse: time.Now().UnixNano()}
@@ -256,7 +262,7 @@ func (t *Tier) Make(ctx context.Context, s Shard, read ReadFunc) (bool, error) {
 		return false, err
 	}
 	r := record{Name: name, Key: s.Key, ETag: s.ETag, Size: s.Size, Sum: sum}
-	if err := t.commit(r, f); err != nil {
+	if err := t.commit(r, f, atomicfile.Durable); err != nil {
 		return false, fmt.Errorf("whole-shard file of %s: %w", s.Key, err)
 	}
 	return true, nil
@@ -394,7 +400,7 @@ func (t *Tier) drop(f *file, forget bool) {
 	if !forget {
 		return
 	}
-	if err := appendRecord(t.journal, record{Name: f.rec.Name}); err != nil {
+	if err := appendRecord(t.journal, record{Name: f.rec.Name}, true); err != nil {
 		// The file is gone; the next open drops the record that names it.
 		t.log.Warn("whole-shard journal: record of a dropped file not removed", "file", t.path(f.rec.Name), "err", err)
 	}

@@ -132,6 +132,7 @@ type Engine struct {
 	next   nextShards
 	dense  denseRest
 	stats  ReadStats
+	tells  cacheTells // what next-shard guesses tell the cache (tells.go)
 	// scheduled is set by the first sample schedule given, never reset:
 	// until then a read does not look for a scheduled part (heldBySchedule).
 	scheduled atomic.Bool
@@ -154,7 +155,7 @@ func NewEngine(cfg Config, f Fetcher, c Cache, log *slog.Logger) *Engine {
 		cfg: cfg, cache: c, log: log,
 		sharedRAM: c != nil && c.SharesRAM(),
 		budget:    newBudget(cfg.Memory),
-		parts:     newPartTable(cfg),
+		parts:     newPartTable(cfg, nil),
 	}
 	maker := maker{cfg: cfg, parts: &s.parts, budget: &s.budget, makerHooks: makerHooks{
 		closed:  func() bool { return s.closed },
@@ -166,7 +167,8 @@ func NewEngine(cfg Config, f Fetcher, c Cache, log *slog.Logger) *Engine {
 		hold:    s.holdLocked,
 		drop:    s.dropLocked,
 	}}
-	s.next = nextShards{maker: maker}
+	s.parts.dropped = s.droppedLocked
+	s.next = nextShards{maker: maker, guessWhole: s.guessWholeLocked}
 	s.dense = denseRest{maker: maker, cache: c, access: map[objectID]*randomAccess{}}
 	s.sched = newSchedule(cfg, c, scheduleHooks{
 		closed:     func() bool { return s.closed },

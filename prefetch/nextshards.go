@@ -24,6 +24,9 @@ type nextShards struct {
 	hints    []store.Object // hinted objects not yet prefetched, in order
 	spec     []*part        // parts made for objects not yet open, oldest first
 	stats    NextStats
+	// guessWhole is told of an object whose first part a guess makes:
+	// its reader is expected to read it whole (Engine.guessWholeLocked).
+	guessWhole func(o *object)
 }
 
 // closeLocked drops the hints still queued: the engine closed.
@@ -207,6 +210,9 @@ func (n *nextShards) prefetchStartLocked(obj store.Object, want int64, why purpo
 		}
 		if !afford(n.cfg.chargeOf(gap)) {
 			return false
+		}
+		if gap.Start == 0 && n.guessWhole != nil {
+			n.guessWhole(o)
 		}
 		n.spec = append(n.spec, n.newPart(o, gap, Range{}, cached, why))
 		if why == forNextShard {

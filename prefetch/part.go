@@ -19,10 +19,11 @@ type partTable struct {
 	objects map[objectID]*object
 	live    map[*part]struct{} // every part whose budget is not yet released
 	failed  failedRanges       // ranges whose GET just failed (failed.go)
+	dropped func(o *object)    // called as tidy forgets o (Engine.droppedLocked)
 }
 
-func newPartTable(cfg Config) partTable {
-	return partTable{cfg: cfg, objects: map[objectID]*object{}, live: map[*part]struct{}{}}
+func newPartTable(cfg Config, dropped func(o *object)) partTable {
+	return partTable{cfg: cfg, objects: map[objectID]*object{}, live: map[*part]struct{}{}, dropped: dropped}
 }
 
 // objectID names one version of an object: parts of two versions never mix.
@@ -57,6 +58,10 @@ type object struct {
 	// readWhole: a closed stream read the object whole; the cache hears
 	// of it once the object has no part left (Engine.readWhole).
 	readWhole bool
+	// wholeTold: next-shard read-ahead told the cache that a stream will
+	// read the object whole (tells.go); the stream that opens it takes
+	// that over, and an object dropped unopened tells the cache it was not.
+	wholeTold bool
 }
 
 // part is one ranged GET: a run of whole blocks (the last may be short at
@@ -146,6 +151,9 @@ func (t *partTable) find(obj store.Object) *object { return t.objects[objectID{o
 // tidy forgets o once nothing refers to it.
 func (t *partTable) tidy(o *object) {
 	if o.streams == 0 && len(o.parts) == 0 {
+		if t.dropped != nil {
+			t.dropped(o)
+		}
 		delete(t.objects, objectID{o.obj.Key, o.obj.ETag})
 	}
 }

@@ -84,6 +84,7 @@ func (r *Reader) Close() {
 	r.last.data = nil
 	r.last.mu.Unlock()
 	if r.stream != nil {
+		r.s.deliverTells() // a guess's telling, which this stream may have taken over, first
 		whole, told := r.stream.readWhole()
 		whole = whole && r.s.cache != nil && !r.oneShot
 		r.stream.Close()
@@ -139,7 +140,7 @@ func (r *Reader) openStream() *Stream {
 		r.stream = r.s.OpenBy(r.obj, r.opener)
 		r.s.mu.Lock()
 		r.stream.keepsPages = r.keepsPages
-		if r.s.cache != nil && !r.oneShot {
+		if r.s.cache != nil && !r.oneShot && r.stream.wholeFile == wholeFileNever {
 			r.stream.wholeFile = wholeFileLater
 		}
 		r.s.mu.Unlock()

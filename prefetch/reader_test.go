@@ -4,7 +4,9 @@ import (
 	"bytes"
 	"context"
 	"io"
+	"maps"
 	"math/rand"
+	"slices"
 	"sync"
 	"testing"
 
@@ -367,5 +369,59 @@ func TestReadWholeIsToldWhileAnotherHandleHoldsAPart(t *testing.T) {
 	defer c.mu.Unlock()
 	if len(c.wholes) != 1 {
 		t.Fatalf("a whole read closed while another handle holds a part of the object: ReadDone told of %v; want [%s]", c.wholes, obj.Key)
+	}
+}
+
+// TestAGuessTellsTheCacheItsObjectIsReadWhole: next-shard read-ahead that
+// fetches the start of the object expected next tells the cache, before
+// anyone opens it, that a stream will read it whole (so the cache writes
+// its file from the guess's blocks); the stream that opens it takes that
+// over and tells the cache how its read ended, with no second telling;
+// a guess dropped with nobody having opened it tells the cache it was not
+// read whole.
+func TestAGuessTellsTheCacheItsObjectIsReadWhole(t *testing.T) {
+	ctx := testContext(t)
+	cfg := smallConfig()
+	c := &blockCache{data: map[string][]byte{}, blockSize: cfg.BlockSize}
+	s := newTestEngine(t, cfg, &fakeFetcher{}, c)
+	a, b, d := fakeObject("a.tar", 40*cfg.BlockSize), fakeObject("b.tar", 40*cfg.BlockSize), fakeObject("d.tar", 40*cfg.BlockSize)
+	s.SetOrder([]store.Object{a, b, d})
+	readWhole := func(obj store.Object, upTo int64) {
+		r := s.OpenReader(obj, false, 0)
+		defer r.Close()
+		buf := make([]byte, cfg.BlockSize)
+		for off := int64(0); off < upTo; off += cfg.BlockSize {
+			if n, _, err := r.ReadAt(ctx, buf, off); err != nil && err != io.EOF || !bytes.Equal(buf[:n], wantBytes(obj, off, n)) {
+				t.Fatalf("read %s at %d: %d bytes, %v", obj.Key, off, n, err)
+			}
+		}
+	}
+	count := func(keys []string, key string) int {
+		c.mu.Lock()
+		defer c.mu.Unlock()
+		return len(slices.DeleteFunc(slices.Clone(keys), func(k string) bool { return k != key }))
+	}
+	readWhole(a, a.Size)
+	if n := count(c.begun, b.Key); n != 1 {
+		t.Fatalf("after a was read to its end, the cache was told %d times that %s is read whole, want once: the guess fetched its start", n, b.Key)
+	}
+	readWhole(b, b.Size)
+	if n, w := count(c.begun, b.Key), count(c.wholes, b.Key); n != 1 || w != 1 {
+		t.Fatalf("after b was read whole: told %d times it is read whole and %d times it was, want 1 and 1: the stream took the guess's telling over", n, w)
+	}
+
+	// b's reader guessed d; drop d's parts as eviction does, unopened.
+	s.mu.Lock()
+	if o := s.parts.find(d); o == nil || !o.wholeTold {
+		s.mu.Unlock()
+		t.Fatalf("reading b to its end did not guess %s", d.Key)
+	}
+	for _, p := range slices.Collect(maps.Values(s.parts.find(d).parts)) {
+		s.removeLocked(p)
+	}
+	s.mu.Unlock()
+	s.deliverTells()
+	if n := count(c.ended, d.Key); n != 1 {
+		t.Fatalf("a guess of %s dropped unopened told the cache %d times it was not read whole, want once", d.Key, n)
 	}
 }

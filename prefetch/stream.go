@@ -52,7 +52,7 @@ type wholeFileAsk uint8
 const (
 	wholeFileNever wholeFileAsk = iota // no cache, or a one-shot reader
 	wholeFileLater                     // told once its run from the first byte is wholeFileAfter blocks long
-	wholeFileAsked                     // told: the cache writes the object's file as its blocks arrive
+	wholeFileAsked                     // told, by the stream or by the guess it took over (tells.go)
 )
 
 // wholeFileAfter is how many blocks a stream reads in order from its
@@ -89,6 +89,7 @@ func (s *Engine) OpenBy(obj store.Object, opener Opener) *Stream {
 	st.o.streams++
 	st.since = s.next.openedLocked(obj.Key, opener, len(s.window.streams))
 	s.window.openLocked(st)
+	s.adoptWholeLocked(st)
 	if s.next.foundLocked(st.o) {
 		st.policy.Prime(s.parts.extent(st.o))
 		st.sequential.Store(true)
@@ -177,6 +178,7 @@ func (st *Stream) read(ctx context.Context, p []byte, off int64, inPlace bool) (
 	s.sched.readLocked(st.obj, Range{off, end})
 	askWhole := st.askWholeLocked()
 	s.mu.Unlock()
+	s.deliverTells()
 	if askWhole {
 		s.cache.ReadingWhole(st.obj)
 	}
@@ -209,6 +211,7 @@ func (st *Stream) read(ctx context.Context, p []byte, off int64, inPlace bool) (
 // parts it consumed are released. It never waits.
 func (st *Stream) Observe(off, n int64) {
 	s := st.s
+	defer s.deliverTells() // after the unlock: the policy's spill may guess
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if st.closed || s.closed || n <= 0 || off < 0 || off >= st.obj.Size {

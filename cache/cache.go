@@ -61,9 +61,13 @@ func Open(ctx context.Context, cfg Config, log *slog.Logger) (*Cache, error) {
 	c.reads = ringReader{live: c.liveRing, bufs: c.bufs, stats: &c.stats, log: log}
 	c.leases = leaser{blockSize: cfg.BlockSize, stats: &c.stats, bufs: c.bufs, failed: c.reads.failed}
 	c.promote = &promoter{
-		lookup:      c.Lookup,
-		makeFile:    c.MakeWholeFile,
-		finishFile:  c.finishWholeFile,
+		lookup:   c.Lookup,
+		makeFile: c.MakeWholeFile,
+		// No gate to enter: Close stops the promoter before it shuts
+		// the gate, and waits for a finish under way.
+		finishFile: func(ctx context.Context, obj store.Object, b *wholefile.Builder) (bool, error) {
+			return b.Finish(ctx, c.checkedRead(obj))
+		},
 		markChecked: func(obj store.Object) { c.whole.MarkChecked(c.wholeShard(obj)) },
 		blockSize:   cfg.BlockSize,
 		log:         log,

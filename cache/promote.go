@@ -38,7 +38,7 @@ const promoters = 4
 type promoter struct {
 	lookup      func(obj store.Object, index int64) Tier                                        // Cache.Lookup
 	makeFile    func(ctx context.Context, obj store.Object) (bool, error)                       // Cache.MakeWholeFile
-	finishFile  func(ctx context.Context, obj store.Object, b *wholefile.Builder) (bool, error) // Cache.finishWholeFile
+	finishFile  func(ctx context.Context, obj store.Object, b *wholefile.Builder) (bool, error) // Builder.Finish with Cache.checkedRead
 	markChecked func(obj store.Object)                                                          // remembers obj's new file as checked
 	blockSize   int64
 	log         *slog.Logger

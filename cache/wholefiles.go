@@ -48,18 +48,6 @@ func (c *Cache) MakeWholeFile(ctx context.Context, obj store.Object) (bool, erro
 	return c.whole.Make(ctx, c.wholeShard(obj), c.checkedRead(obj))
 }
 
-// finishWholeFile finishes obj's file written while it was read
-// (build.go), its missing blocks read from the ring and the RAM tier, each
-// checked.
-func (c *Cache) finishWholeFile(ctx context.Context, obj store.Object, b *wholefile.Builder) (bool, error) {
-	if !c.life.enter() {
-		b.Abandon()
-		return false, nil
-	}
-	defer c.life.leave()
-	return b.Finish(ctx, c.checkedRead(obj))
-}
-
 // checkedRead reads obj's bytes from the ring and the RAM tier for a
 // whole-shard file, every block checked against its CRCs.
 func (c *Cache) checkedRead(obj store.Object) wholefile.ReadFunc {

@@ -5,6 +5,8 @@ package prefetch
 //
 //	Reader.mu     a handle's stream: its creation and release (reader.go)
 //	lastBlock.mu  a handle's kept cache block; the cache's locks inside
+//	cacheTells.delivering  held while the guesses' tells go to the cache
+//	              in order (tells.go); takes Engine.mu to take the queue
 //	Engine.mu     the engine's one lock: the state of every owner below
 //	arrival.mu    a part's arrived bytes (arrival.go); also taken alone
 //	cache locks   Cache.Lookup, Room and ReadDone (which never waits) run
@@ -167,8 +169,9 @@ func NewEngine(cfg Config, f Fetcher, c Cache, log *slog.Logger) *Engine {
 		hold:    s.holdLocked,
 		drop:    s.dropLocked,
 	}}
-	s.parts.dropped = s.droppedLocked
-	s.next = nextShards{maker: maker, guessWhole: s.guessWholeLocked}
+	s.tells.on = c != nil
+	s.parts.dropped = s.tells.droppedLocked
+	s.next = nextShards{maker: maker, guessWhole: s.tells.guessLocked}
 	s.dense = denseRest{maker: maker, cache: c, access: map[objectID]*randomAccess{}}
 	s.sched = newSchedule(cfg, c, scheduleHooks{
 		closed:     func() bool { return s.closed },

@@ -25,7 +25,7 @@ type nextShards struct {
 	spec     []*part        // parts made for objects not yet open, oldest first
 	stats    NextStats
 	// guessWhole is told of an object whose first part a guess makes:
-	// its reader is expected to read it whole (Engine.guessWholeLocked).
+	// its reader is expected to read it whole (cacheTells.guessLocked).
 	guessWhole func(o *object)
 }
 

@@ -19,7 +19,7 @@ type partTable struct {
 	objects map[objectID]*object
 	live    map[*part]struct{} // every part whose budget is not yet released
 	failed  failedRanges       // ranges whose GET just failed (failed.go)
-	dropped func(o *object)    // called as tidy forgets o (Engine.droppedLocked)
+	dropped func(o *object)    // called as tidy forgets o (cacheTells.droppedLocked)
 }
 
 func newPartTable(cfg Config, dropped func(o *object)) partTable {

@@ -84,7 +84,7 @@ func (r *Reader) Close() {
 	r.last.data = nil
 	r.last.mu.Unlock()
 	if r.stream != nil {
-		r.s.deliverTells() // a guess's telling, which this stream may have taken over, first
+		r.s.tells.deliver(&r.s.mu, r.s.cache) // a guess's telling, which this stream may have taken over, first
 		whole, told := r.stream.readWhole()
 		whole = whole && r.s.cache != nil && !r.oneShot
 		r.stream.Close()

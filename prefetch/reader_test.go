@@ -420,7 +420,7 @@ func TestAGuessTellsTheCacheItsObjectIsReadWhole(t *testing.T) {
 		s.removeLocked(p)
 	}
 	s.mu.Unlock()
-	s.deliverTells()
+	s.tells.deliver(&s.mu, s.cache)
 	if n := count(c.ended, d.Key); n != 1 {
 		t.Fatalf("a guess of %s dropped unopened told the cache %d times it was not read whole, want once", d.Key, n)
 	}

@@ -89,7 +89,10 @@ func (s *Engine) OpenBy(obj store.Object, opener Opener) *Stream {
 	st.o.streams++
 	st.since = s.next.openedLocked(obj.Key, opener, len(s.window.streams))
 	s.window.openLocked(st)
-	s.adoptWholeLocked(st)
+	if st.o.wholeTold { // a guess's telling is the stream's now (tells.go)
+		st.o.wholeTold = false
+		st.wholeFile = wholeFileAsked
+	}
 	if s.next.foundLocked(st.o) {
 		st.policy.Prime(s.parts.extent(st.o))
 		st.sequential.Store(true)
@@ -178,7 +181,7 @@ func (st *Stream) read(ctx context.Context, p []byte, off int64, inPlace bool) (
 	s.sched.readLocked(st.obj, Range{off, end})
 	askWhole := st.askWholeLocked()
 	s.mu.Unlock()
-	s.deliverTells()
+	s.tells.deliver(&s.mu, s.cache)
 	if askWhole {
 		s.cache.ReadingWhole(st.obj)
 	}
@@ -211,7 +214,7 @@ func (st *Stream) read(ctx context.Context, p []byte, off int64, inPlace bool) (
 // parts it consumed are released. It never waits.
 func (st *Stream) Observe(off, n int64) {
 	s := st.s
-	defer s.deliverTells() // after the unlock: the policy's spill may guess
+	defer s.tells.deliver(&s.mu, s.cache) // after the unlock: the policy's spill may guess
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if st.closed || s.closed || n <= 0 || off < 0 || off >= st.obj.Size {

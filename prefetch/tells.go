@@ -22,12 +22,13 @@ import (
 // let go of the lock (deliver). A stream's own tells go straight to the
 // cache from its reads and its Close, after what is queued.
 
-// cacheTells queues the tells of guesses; its slice is guarded by
+// cacheTells queues the tells of guesses; its queue is guarded by
 // Engine.mu.
 type cacheTells struct {
-	queue   []cacheTell
-	pending atomic.Bool // queue is not empty: read without Engine.mu
-	deliver sync.Mutex  // held while tells are delivered, so they keep their order; taken before Engine.mu
+	on         bool // the engine has a cache
+	queue      []cacheTell
+	pending    atomic.Bool // queue is not empty: read without Engine.mu
+	delivering sync.Mutex  // held while tells are delivered, so they keep their order; taken before Engine.mu
 }
 
 // cacheTell is one guess's news for the cache.
@@ -36,54 +37,47 @@ type cacheTell struct {
 	begun bool // true: a stream will read obj whole; false: none did
 }
 
-// guessWholeLocked is told by nextShards that a guess makes o's first
-// part.
-func (s *Engine) guessWholeLocked(o *object) {
-	if s.cache == nil || o.wholeTold || o.streams > 0 {
+// guessLocked is told by nextShards that a guess makes o's first part.
+// Called with Engine.mu held.
+func (t *cacheTells) guessLocked(o *object) {
+	if !t.on || o.wholeTold || o.streams > 0 {
 		return
 	}
 	o.wholeTold = true
-	s.tells.queue = append(s.tells.queue, cacheTell{obj: o.obj, begun: true})
-	s.tells.pending.Store(true)
+	t.queue = append(t.queue, cacheTell{obj: o.obj, begun: true})
+	t.pending.Store(true)
 }
 
 // droppedLocked is told by the part table that it forgets o: a guess no
-// stream took over ends here.
-func (s *Engine) droppedLocked(o *object) {
+// stream took over ends here. Called with Engine.mu held.
+func (t *cacheTells) droppedLocked(o *object) {
 	if !o.wholeTold {
 		return
 	}
 	o.wholeTold = false
-	s.tells.queue = append(s.tells.queue, cacheTell{obj: o.obj})
-	s.tells.pending.Store(true)
+	t.queue = append(t.queue, cacheTell{obj: o.obj})
+	t.pending.Store(true)
 }
 
-// adoptWholeLocked makes st the teller of o's guess, if there is one.
-func (s *Engine) adoptWholeLocked(st *Stream) {
-	if st.o.wholeTold {
-		st.o.wholeTold = false
-		st.wholeFile = wholeFileAsked
-	}
-}
-
-// deliverTells tells the cache what guesses queued. The caller holds no
-// lock; it costs one atomic load when nothing is queued.
-func (s *Engine) deliverTells() {
-	if !s.tells.pending.Load() {
+// deliver tells c what guesses queued; mu is Engine.mu, which guards the
+// queue. The caller holds no lock; it costs one atomic load when nothing
+// is queued.
+func (t *cacheTells) deliver(mu *sync.Mutex, c Cache) {
+	if !t.pending.Load() {
 		return
 	}
-	s.tells.deliver.Lock()
-	defer s.tells.deliver.Unlock()
-	s.mu.Lock()
-	queue := s.tells.queue
-	s.tells.queue = nil
-	s.tells.pending.Store(false)
-	s.mu.Unlock()
-	for _, t := range queue {
-		if t.begun {
-			s.cache.ReadingWhole(t.obj)
+	t.delivering.Lock()
+	defer t.delivering.Unlock()
+	mu.Lock()
+	queue := t.queue
+	t.queue = nil
+	t.pending.Store(false)
+	mu.Unlock()
+	for _, tell := range queue {
+		if tell.begun {
+			c.ReadingWhole(tell.obj)
 		} else {
-			s.cache.ReadDone(t.obj, false)
+			c.ReadDone(tell.obj, false)
 		}
 	}
 }

@@ -37,7 +37,9 @@ func (b *pendingBlock) sum(grain int64) uint32 {
 // the page cache; without a ring, in the RAM tier, evicting), ForOneShot in
 // the RAM tier alone, into free room. data is split into blocks, and a
 // trailing partial block is kept only when it ends the object. Blocks the
-// ring already holds are not rewritten.
+// ring already holds are not rewritten. The blocks of a shard whose
+// whole-shard file is being written as it is read go to that file instead
+// of the ring (build.go).
 //
 // data is copied, except that whole blocks whose address suits O_DIRECT
 // (a prefetch part's buffer) are written to the ring from data itself,

@@ -59,6 +59,14 @@ type promotion struct {
 	file *wholefile.Builder // nil: copied from the ring and the RAM tier
 }
 
+// drop lets w go unmade: the file written while its shard was read, if
+// any, is abandoned.
+func (w promotion) drop() {
+	if w.file != nil {
+		w.file.Abandon()
+	}
+}
+
 // ReadDone tells the cache that a handle reading obj closed, and whether
 // it read obj from its first byte to its last. A shard read whole is made
 // a whole-shard file in the background: the file written while it was
@@ -99,9 +107,7 @@ func (p *promoter) add(w promotion) {
 	case p.queue <- w:
 	default:
 		p.queueFull.Add(1)
-		if w.file != nil {
-			w.file.Abandon()
-		}
+		w.drop()
 	}
 }
 
@@ -170,9 +176,7 @@ func (p *promoter) stop() {
 	for {
 		select {
 		case w := <-p.queue:
-			if w.file != nil {
-				w.file.Abandon()
-			}
+			w.drop()
 		default:
 			return
 		}

@@ -157,7 +157,7 @@ func NewEngine(cfg Config, f Fetcher, c Cache, log *slog.Logger) *Engine {
 		cfg: cfg, cache: c, log: log,
 		sharedRAM: c != nil && c.SharesRAM(),
 		budget:    newBudget(cfg.Memory),
-		parts:     newPartTable(cfg, nil),
+		parts:     newPartTable(cfg),
 	}
 	maker := maker{cfg: cfg, parts: &s.parts, budget: &s.budget, makerHooks: makerHooks{
 		closed:  func() bool { return s.closed },

@@ -13,7 +13,7 @@ type producerRig struct {
 }
 
 func newProducerRig(cfg Config) *producerRig {
-	return &producerRig{cfg: cfg, parts: newPartTable(cfg, nil), budget: newBudget(cfg.Memory)}
+	return &producerRig{cfg: cfg, parts: newPartTable(cfg), budget: newBudget(cfg.Memory)}
 }
 
 // maker makes parts over the gaps of the part table (no cache, no failed

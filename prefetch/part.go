@@ -22,8 +22,8 @@ type partTable struct {
 	dropped func(o *object)    // called as tidy forgets o (cacheTells.droppedLocked)
 }
 
-func newPartTable(cfg Config, dropped func(o *object)) partTable {
-	return partTable{cfg: cfg, objects: map[objectID]*object{}, live: map[*part]struct{}{}, dropped: dropped}
+func newPartTable(cfg Config) partTable {
+	return partTable{cfg: cfg, objects: map[objectID]*object{}, live: map[*part]struct{}{}}
 }
 
 // objectID names one version of an object: parts of two versions never mix.

@@ -25,10 +25,12 @@ import (
 // cacheTells queues the tells of guesses; its queue is guarded by
 // Engine.mu.
 type cacheTells struct {
-	on         bool // the engine has a cache
-	queue      []cacheTell
-	pending    atomic.Bool // queue is not empty: read without Engine.mu
-	delivering sync.Mutex  // held while tells are delivered, so they keep their order; taken before Engine.mu
+	on    bool // the engine has a cache
+	queue []cacheTell
+	// undelivered counts the tells queued and not yet told to the cache,
+	// those being told included: read without Engine.mu.
+	undelivered atomic.Int64
+	delivering  sync.Mutex // held while tells are delivered, so they keep their order; taken before Engine.mu
 }
 
 // cacheTell is one guess's news for the cache.
@@ -45,7 +47,7 @@ func (t *cacheTells) guessLocked(o *object) {
 	}
 	o.wholeTold = true
 	t.queue = append(t.queue, cacheTell{obj: o.obj, begun: true})
-	t.pending.Store(true)
+	t.undelivered.Add(1)
 }
 
 // droppedLocked is told by the part table that it forgets o: a guess no
@@ -56,14 +58,17 @@ func (t *cacheTells) droppedLocked(o *object) {
 	}
 	o.wholeTold = false
 	t.queue = append(t.queue, cacheTell{obj: o.obj})
-	t.pending.Store(true)
+	t.undelivered.Add(1)
 }
 
-// deliver tells c what guesses queued; mu is Engine.mu, which guards the
-// queue. The caller holds no lock; it costs one atomic load when nothing
-// is queued.
+// deliver tells c what guesses queued, and returns once every tell queued
+// before it was called has been told, by it or by another deliver under
+// way: a stream that took a guess over must not tell the cache how its
+// read ended before the guess's telling is there. mu is Engine.mu, which
+// guards the queue. The caller holds no lock; it costs one atomic load
+// when nothing is queued.
 func (t *cacheTells) deliver(mu *sync.Mutex, c Cache) {
-	if !t.pending.Load() {
+	if t.undelivered.Load() == 0 {
 		return
 	}
 	t.delivering.Lock()
@@ -71,7 +76,6 @@ func (t *cacheTells) deliver(mu *sync.Mutex, c Cache) {
 	mu.Lock()
 	queue := t.queue
 	t.queue = nil
-	t.pending.Store(false)
 	mu.Unlock()
 	for _, tell := range queue {
 		if tell.begun {
@@ -79,5 +83,6 @@ func (t *cacheTells) deliver(mu *sync.Mutex, c Cache) {
 		} else {
 			c.ReadDone(tell.obj, false)
 		}
+		t.undelivered.Add(-1)
 	}
 }

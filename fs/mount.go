@@ -64,6 +64,10 @@ func Mount(dir string, root *Root, k KernelOptions) (*fuse.Server, error) {
 			MaxBackground: k.MaxBackground,
 			AllowOther:    k.AllowOther,
 			Debug:         k.Debug,
+			// As root, mount(2) is called directly: a container image or a
+			// bare node (a CSI node plugin, a GPU node) may have no
+			// fusermount. go-fuse falls back to fusermount if it fails.
+			DirectMount: os.Geteuid() == 0,
 			// Reads are served from memory; splicing 1 MiB plus a header
 			// overflows the default pipe and only falls back to a copy.
 			DisableSplice: true,

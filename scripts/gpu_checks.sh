@@ -18,6 +18,7 @@
 #                      the shardfs package is its installed copy, else python/ here
 #   GPU_CHECKS_LARGE   size of the large shard the benchmark reads (default 512M)
 #   GPU_CHECKS_SECONDS seconds of each throughput row (default 3)
+#   GPU_CHECKS_ROUNDS  interleaved rounds of each gpu_rounds.py comparison (default 3)
 #   GPU_CHECKS_DIR     work directory, on a disk that takes O_DIRECT
 #                      (default .work/gpu-checks; removed afterwards)
 set -euo pipefail
@@ -27,6 +28,7 @@ cd "$SHARDFS_ROOT"
 
 LARGE=${GPU_CHECKS_LARGE:-512M}
 SECONDS_PER_ROW=${GPU_CHECKS_SECONDS:-3}
+ROUNDS=${GPU_CHECKS_ROUNDS:-3}
 DIR=${GPU_CHECKS_DIR:-$WORK_DIR/gpu-checks}
 SRC=$DIR/src
 MNT=$DIR/mnt
@@ -119,7 +121,7 @@ step "interface checks (test_client.py)" "$PY" python/tests/integration/test_cli
 step "throughput, bytes in the RAM tier (gpu_bench.py)" env PYTHONUNBUFFERED=1 \
 	"$PY" gds/python/gpu_bench.py --mount "$MNT" --seconds "$SECONDS_PER_ROW"
 step "read_into from the shared RAM tier against a pinned copy (gpu_rounds.py)" env PYTHONUNBUFFERED=1 \
-	"$PY" gds/python/gpu_rounds.py --mount "$MNT" --file large/shard-large.tar --rounds 3
+	"$PY" gds/python/gpu_rounds.py --mount "$MNT" --file large/shard-large.tar --rounds "$ROUNDS"
 step "example training loop" "$PY" examples/train_gpu.py --mount "$MNT" --steps 30
 "$BIN" unmount "$MNT"
 
@@ -129,7 +131,7 @@ step "example training loop" "$PY" examples/train_gpu.py --mount "$MNT" --steps 
 step "throughput, bytes in the ring only (gpu_bench.py)" env PYTHONUNBUFFERED=1 \
 	"$PY" gds/python/gpu_bench.py --mount "$MNT" --seconds "$SECONDS_PER_ROW"
 step "read_into from the ring against the client's O_DIRECT read (gpu_rounds.py --ring)" env PYTHONUNBUFFERED=1 \
-	"$PY" gds/python/gpu_rounds.py --mount "$MNT" --file large/shard-large.tar --rounds 3 --ring
+	"$PY" gds/python/gpu_rounds.py --mount "$MNT" --file large/shard-large.tar --rounds "$ROUNDS" --ring
 
 printf '\n'
 if [ ${#FAILED[@]} -gt 0 ]; then

@@ -4,6 +4,7 @@ package test
 
 import (
 	"os"
+	"os/exec"
 	"path/filepath"
 	"regexp"
 	"sort"
@@ -192,5 +193,40 @@ func TestLsListsKeysAndSizes(t *testing.T) {
 			}
 			assertSameList(t, "shardfs ls", parseLs(t, r.stdout), want)
 		})
+	}
+}
+
+// As root, shardfs needs no fusermount, which container images and bare GPU
+// nodes often lack: the daemon mounts with mount(2), and `shardfs unmount`
+// unmounts with umount(2). The test runs in a mount namespace of its own,
+// where /dev/null hides the fusermount that go-fuse would otherwise find in
+// /bin whatever the PATH.
+func TestRootWithoutFusermount(t *testing.T) {
+	t.Parallel()
+	if os.Geteuid() != 0 {
+		t.Skip("mount(2) needs root (CI runs the tests as root)")
+	}
+	o := e2e.smallShards()[0]
+	dir := t.TempDir()
+	script := `set -e
+for f in /bin/fusermount3 /bin/fusermount /usr/bin/fusermount3 /usr/bin/fusermount; do
+	if [ -e "$f" ]; then mount --bind /dev/null "$f"; fi
+done
+env PATH="$EMPTY" "$BIN" mount "$SOURCE" "$DIR" --endpoint-url "$ENDPOINT"
+sha256sum "$DIR/$KEY"
+env PATH="$EMPTY" "$BIN" unmount "$DIR"
+if grep -q " $DIR " /proc/self/mountinfo; then echo "$DIR still mounted after shardfs unmount"; exit 1; fi`
+	cmd := exec.Command("unshare", "--mount", "--propagation", "private", "sh", "-c", script)
+	cmd.Env = e2e.env("EMPTY="+t.TempDir(), "BIN="+e2e.bin, "SOURCE="+e2e.source(), "DIR="+dir,
+		"ENDPOINT="+e2e.endpoint()[1], "KEY="+o.key)
+	out, err := cmd.CombinedOutput()
+	if err != nil {
+		t.Fatalf("mount, read and unmount with no fusermount, as root: %v\n%s", err, out)
+	}
+	if !strings.HasPrefix(string(out), o.sha256+" ") {
+		t.Errorf("%s through a mount made without fusermount: %s; want sha256 %s", o.key, out, o.sha256)
+	}
+	if pids := waitNoServer(dir, unmountTimeout); len(pids) > 0 {
+		t.Errorf("shardfs processes %v for %s still running after unmount", pids, dir)
 	}
 }

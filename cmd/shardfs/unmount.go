@@ -8,6 +8,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"syscall"
 	"time"
@@ -72,11 +73,15 @@ func lazyUnmount(ctx context.Context, dir string) error {
 }
 
 // fusermount runs fusermount3 (or fusermount), returning its own words on
-// failure ("Device or resource busy").
+// failure ("Device or resource busy"). Root, which mounts without it, also
+// unmounts without it where neither is installed.
 func fusermount(ctx context.Context, args ...string) error {
 	bin, err := exec.LookPath("fusermount3")
 	if err != nil {
 		if bin, err = exec.LookPath("fusermount"); err != nil {
+			if os.Geteuid() == 0 {
+				return unmountSyscall(args)
+			}
 			return fmt.Errorf("fusermount3 not found: install fuse3")
 		}
 	}
@@ -119,4 +124,16 @@ func waitExit(pid int, limit time.Duration) {
 	for time.Now().Before(deadline) && syscall.Kill(pid, 0) == nil {
 		time.Sleep(20 * time.Millisecond)
 	}
+}
+
+// unmountSyscall does what fusermount's -u [-z] DIR does, for root.
+func unmountSyscall(args []string) error {
+	dir, flags := args[len(args)-1], 0
+	if slices.Contains(args, "-z") {
+		flags = syscall.MNT_DETACH
+	}
+	if err := syscall.Unmount(dir, flags); err != nil {
+		return fmt.Errorf("unmount %s: %w", dir, err)
+	}
+	return nil
 }

@@ -252,19 +252,20 @@ def gpu_section(client, mount, rel, size, chunk, seconds):
         dev.copy_(staging, non_blocking=True)
 
     report("H2D copy out of the staging buffer alone", rate(staging_copy, chunk, seconds, sync), ("pinned copy", p))
-    with gds.Client(mount, buffer_size=0, direct=True) as direct_client:
+    # The direct path alone: no whole files, no RAM tier; a read that cuFile
+    # refuses falls back to a staged path, which last_path then names.
+    with gds.Client(mount, direct=True, whole_files=False, ram_direct=False) as direct_client:
         mode = direct_client.direct_mode()
         if mode is None:
             print("  direct path: not available (no kvikio or libcufile, or no cache ring)")
             return
 
         def direct(i):
-            direct_client._read_direct(dev, rel, offsets[i % len(offsets)], chunk)
+            direct_client.read_into(dev, rel, offsets[i % len(offsets)], chunk)
 
-        try:
-            verify("direct LEASE + cuFile", direct)
-        except gds.DirectPathError as e:
-            print("  direct path: %s" % e.strerror)
+        verify("direct LEASE + cuFile", direct)
+        if direct_client.last_path != "lease cufile":
+            print("  direct path: %s loaded, but cuFile refused the ring (read by %s)" % (mode, direct_client.last_path))
             return
         report("direct LEASE + cuFile", rate(direct, chunk, seconds, sync), ("pinned copy", p))
         print("  direct path: %s" % mode)

@@ -3,7 +3,10 @@
     python3 gds/python/gpu_rounds.py --mount MNT --file REL [--chunk 8M] [--rounds 5] [--seconds 1.5] [--host] [--ring]
 
 RAM tier (default; a mount with --memory-cache-shared on): each round
-measures, in a rotating order, a plain torch copy out of pinned memory,
+measures, in a rotating order, a plain torch copy out of pinned memory
+(a pinned buffer the file's size, copied chunk by chunk in the same order:
+host memory is read at the rate the tier's is, not out of one chunk the
+processor's caches hold),
 read_into by DMA out of the mount's shared RAM tier (LEASE_FROM_RAM), and
 read_into staged through a READ into the client's buffer (ram_direct=False,
 whole_files=False: a shard warmed whole would otherwise be read from its
@@ -68,7 +71,7 @@ def main():
         equal = lambda: dev.tobytes() == want  # noqa: E731
     else:
         dev = torch.empty(chunk, dtype=torch.uint8, device="cuda")
-        pinned = torch.empty(chunk, dtype=torch.uint8).pin_memory()
+        pinned = torch.empty(offs[-1] + chunk, dtype=torch.uint8).pin_memory()
         want_dev = torch.frombuffer(bytearray(want), dtype=torch.uint8).cuda()
         sync = torch.cuda.synchronize
         equal = lambda: bool(torch.equal(dev, want_dev))  # noqa: E731
@@ -131,7 +134,7 @@ def main():
                                  % ram.last_path)
             rows = {"ram lease": read(ram), "staged": read(staged)}
             if not host:
-                rows["pinned copy"] = lambda i: dev.copy_(pinned, non_blocking=True)
+                rows["pinned copy"] = lambda i: dev.copy_(pinned[offs[i % len(offs)]:][:chunk], non_blocking=True)
             base = "staged" if host else "pinned copy"
         names = list(rows)
         res = {k: [] for k in names}
@@ -141,6 +144,10 @@ def main():
             for k in names[r % len(names):] + names[:r % len(names)]:
                 res[k].append(rate(rows[k]))
             print("  round %d: %s" % (r, ", ".join("%s %.2f (%.3f, %.3f)" % ((k,) + res[k][-1]) for k in names)))
+        for name, c in (("ram lease", ram), ("staged", staged), ("read_into, leased ring", leased)):
+            if name in rows and c is not None:
+                print("  %s: bytes by path %s" % (name, ", ".join(
+                    "%s %.1f GB" % (p, st["bytes"] / 1e9) for p, st in sorted(c.path_stats.items()))))
         for k in [n for n in names if n != base]:
             ratios = sorted(x[0] / b[0] for x, b in zip(res[k], res[base]))
             print("  %s / %s: %s, median %.2f" % (k, base, " ".join("%.2f" % x for x in ratios), ratios[len(ratios) // 2]))

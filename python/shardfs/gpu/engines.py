@@ -5,9 +5,15 @@ Every path that lands bytes in host memory first (the staging buffer of
 the batch, lease and whole-file paths; the mapped shared RAM tier) hands
 each piece to an engine, one protocol for all:
 
-    copy(out, at, src, slot)  start copying src (a flat uint8 numpy view) to
+    copy(out, at, src, slot, last=True)
+                              start copying src (a flat uint8 numpy view, or a
+                              slice of what source() made) to
                               out[at:at + len(src)]; slot names the memory src
-                              lies in (a staging slot, a RAM-tier lease)
+                              lies in (a staging slot, a RAM-tier lease); last
+                              False: more copies out of slot follow at once,
+                              and only the last one need mark the slot
+    source(array)             what copies out of slices of array take: made
+                              once by an owner that copies many pieces of it
     reuse(slot)               wait until every copy out of slot has finished,
                               before the slot is refilled or released
     done(slot)                whether they have, without waiting
@@ -37,7 +43,10 @@ class HostCopyEngine:
         # client's own engine, which lives as long as the client.
         self.copies = [] if record else None
 
-    def copy(self, out, at, src, slot):
+    def source(self, array):
+        return array
+
+    def copy(self, out, at, src, slot, last=True):
         if self.copies is not None:
             self.copies.append((at, src.shape[0], slot))
         out[at:at + src.shape[0]] = src
@@ -64,15 +73,30 @@ class CudaCopyEngine:
         self.stream = torch.cuda.Stream() if own_stream else None
         self.events = {}  # slot -> the event after its last copy
 
-    def copy(self, out, at, src, slot):
-        torch = self.torch
+    def source(self, array):
+        """A tensor over array, made once: a copy of many pieces then slices
+        it, which costs a fraction of a tensor made per piece."""
         with warnings.catch_warnings():
             # A read-only source (the RAM tier's mapping): torch only reads it.
             warnings.simplefilter("ignore")
-            t = torch.from_numpy(src)
-        stream = self.stream if self.stream is not None else torch.cuda.current_stream()
-        with torch.cuda.stream(stream):
-            out[at:at + src.shape[0]].copy_(t, non_blocking=True)
+            return self.torch.from_numpy(array)
+
+    def copy(self, out, at, src, slot, last=True):
+        torch = self.torch
+        if not isinstance(src, torch.Tensor):
+            src = self.source(src)
+        n = src.shape[0]
+        if self.stream is None:
+            # The caller's current stream: no stream switch per copy.
+            stream = torch.cuda.current_stream()
+            out[at:at + n].copy_(src, non_blocking=True)
+        else:
+            stream = self.stream
+            with torch.cuda.stream(stream):
+                out[at:at + n].copy_(src, non_blocking=True)
+        if last:
+            # Copies on one stream finish in order: the event after a
+            # slot's last copy passes once all of them have.
             ev = self.events[slot] = torch.cuda.Event()
             ev.record(stream)
 

@@ -100,6 +100,7 @@ class SharedRAM:
         self.array = None
         self._mm = None
         self._pins = _Pins()
+        self._sources = {}  # id of an engine -> its source() of the mapping
         # (engine, lease): the engine's slot for a lease's copies is the lease.
         self.held = collections.deque()
         self.engines = {}
@@ -123,6 +124,7 @@ class SharedRAM:
         finally:
             os.close(fd)
         self.array = np.frombuffer(self._mm, np.uint8)
+        self._sources = {}
         self.path = path
 
     def _unmap(self):
@@ -130,7 +132,7 @@ class SharedRAM:
             return
         self.drain()
         self._pins.unpin()
-        self.array = None
+        self.array, self._sources = None, {}
         try:
             self._mm.close()
         except BufferError:
@@ -199,14 +201,11 @@ class SharedRAM:
                     break
             hi = min(end, w.hi)
             try:
-                for e in w.lease.extents:
-                    lo, top = max(pos, e.file_offset), min(hi, e.file_offset + e.length)
-                    if lo >= top:
-                        continue
-                    at = e.cache_offset + lo - e.file_offset
+                runs = self._runs(w.lease.extents, pos, hi, offset)
+                for i, (dst, at, n) in enumerate(runs):
                     if cuda:
-                        self._pins.pin(self.array, at, at + top - lo)
-                    self._copy_split(eng, out, lo - offset, at, top - lo, w.lease)
+                        self._pins.pin(self.array, at, at + n)
+                    self._copy_split(eng, out, dst, at, n, w.lease, i == len(runs) - 1)
             except BaseException:
                 eng.finish()
                 self.drain()
@@ -215,14 +214,40 @@ class SharedRAM:
         self._last = (path, pos)
         return pos - offset
 
-    def _copy_split(self, eng, out, at, cache_offset, n, lease):
-        """One copy per registered window the extent lies in: a copy that
+    @staticmethod
+    def _runs(extents, pos, hi, offset):
+        """The parts of [pos, hi) the extents cover, as [out offset, tier
+        offset, bytes], neighbours that lie end to end in the tier's file
+        joined into one copy."""
+        runs = []
+        for e in extents:
+            lo, top = max(pos, e.file_offset), min(hi, e.file_offset + e.length)
+            if lo >= top:
+                continue
+            at = e.cache_offset + lo - e.file_offset
+            last = runs[-1] if runs else None
+            if last is not None and last[1] + last[2] == at and last[0] + last[2] == lo - offset:
+                last[2] += top - lo
+            else:
+                runs.append([lo - offset, at, top - lo])
+        return runs
+
+    def _copy_split(self, eng, out, at, cache_offset, n, lease, last):
+        """One copy per registered window the run lies in: a copy that
         spanned two registrations would not be DMA."""
         window = _Pins.WINDOW
+        src = self._source(eng)
         while n > 0:
             k = min(n, window - cache_offset % window)
-            eng.copy(out, at, self.array[cache_offset:cache_offset + k], lease)
+            eng.copy(out, at, src[cache_offset:cache_offset + k], lease, last and k == n)
             at, cache_offset, n = at + k, cache_offset + k, n - k
+
+    def _source(self, eng):
+        """What eng copies out of the mapping from, made once per mapping."""
+        src = self._sources.get(id(eng))
+        if src is None:
+            src = self._sources[id(eng)] = eng.source(self.array)
+        return src
 
     def close(self):
         self._unmap()

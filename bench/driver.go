@@ -13,6 +13,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"syscall"
@@ -427,9 +428,9 @@ func (d *driver) measure(ctx context.Context, r Run, argv []string, m *mount, re
 				_ = os.WriteFile(filepath.Join(d.o.Out, "logs", fmt.Sprintf("%s.%s.round%d.pass%d.stats.json",
 					r.Workload.Name, r.System.Name, r.Round, rec.Pass)), b, 0o644)
 			}
-			fetched, served := c["shardfs_store_bytes_total"], c["shardfs_read_bytes_total"]
-			rec.DaemonFetchedBytes, rec.DaemonServedBytes = fetched-m.fetched, served-m.served
-			m.fetched, m.served = fetched, served
+			fetched, served, unread := c["shardfs_store_bytes_total"], c["shardfs_read_bytes_total"], c["shardfs_prefetch_unread_bytes_total"]
+			rec.DaemonFetchedBytes, rec.DaemonServedBytes, rec.DaemonUnreadBytes = fetched-m.fetched, served-m.served, unread-m.unread
+			m.fetched, m.served, m.unread = fetched, served, unread
 		}
 	}
 	if runErr != nil {
@@ -582,7 +583,17 @@ func shardfsCounters(dir string) (map[string]int64, bool) {
 		return out, true
 	}
 	for _, s := range samples {
+		// A family's total under its name, and each labelled series
+		// under name{label="value",...} as well.
 		out[s.Name] += int64(s.Value)
+		if len(s.Labels) > 0 {
+			var ls []string
+			for k, v := range s.Labels {
+				ls = append(ls, fmt.Sprintf("%s=%q", k, v))
+			}
+			slices.Sort(ls)
+			out[s.Name+"{"+strings.Join(ls, ",")+"}"] = int64(s.Value)
+		}
 	}
 	return out, true
 }

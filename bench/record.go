@@ -53,6 +53,10 @@ type Record struct {
 	// daemon fetched per byte it served over the same span, whatever the
 	// workload counts as its own window.
 	DaemonServedBytes int64 `json:"daemon_served_bytes,omitempty"`
+	// DaemonUnreadBytes is what shardfs fetched during the pass and let go
+	// with no read of it (shardfs_prefetch_unread_bytes_total, every
+	// purpose): fetched less served, less what was still held at the end.
+	DaemonUnreadBytes int64 `json:"daemon_unread_bytes,omitempty"`
 
 	LoadAvg [3]float64 `json:"load_avg"` // /proc/loadavg at the end of the pass
 	// Tree is the tree the row's shardfs binary was built from, as its

@@ -177,6 +177,7 @@ type mount struct {
 	seconds float64 // from the mount command to the first listing
 	fetched int64   // shardfs_store_bytes_total at the last pass's end
 	served  int64   // shardfs_read_bytes_total at the last pass's end
+	unread  int64   // shardfs_prefetch_unread_bytes_total at the last pass's end
 	scratch string  // a cold system's cache dir, removed once unmounted: its ring is preallocated
 	stopped bool    // stop has run
 }

@@ -88,6 +88,12 @@ func (m *Metrics) CounterFunc(name, help string, f func() float64) {
 	m.reg.MustRegister(prometheus.NewCounterFunc(prometheus.CounterOpts{Name: name, Help: help}, f))
 }
 
+// CounterFuncLabelled is CounterFunc for one series of a family told apart
+// by constant labels: each series registers with its own labels.
+func (m *Metrics) CounterFuncLabelled(name, help string, labels map[string]string, f func() float64) {
+	m.reg.MustRegister(prometheus.NewCounterFunc(prometheus.CounterOpts{Name: name, Help: help, ConstLabels: labels}, f))
+}
+
 // GaugeFunc exposes a figure that goes up and down, read at scrape.
 func (m *Metrics) GaugeFunc(name, help string, f func() float64) {
 	m.reg.MustRegister(prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: name, Help: help}, f))

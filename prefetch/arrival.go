@@ -40,3 +40,10 @@ func (a *arrival) upTo(want int64) <-chan struct{} {
 	}
 	return a.more
 }
+
+// final returns how many leading bytes are final.
+func (a *arrival) final() int64 {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	return a.n
+}

@@ -540,3 +540,41 @@ func TestNoReadAheadOverAFailedRange(t *testing.T) {
 		}
 	})
 }
+
+// Read-ahead a reader never reached is counted as unread, by purpose, once
+// its parts are let go: every byte fetched is either served or unread.
+func TestUnreadCountsFetchedBytesNoReadTook(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		ctx := testContext(t)
+		cfg := smallConfig()
+		mem := storetest.NewMem()
+		data := bytes.Repeat([]byte("shard"), 60<<10)
+		mem.Put("shard-0.tar", data)
+		obj, err := mem.Stat(ctx, "shard-0.tar")
+		if err != nil {
+			t.Fatal(err)
+		}
+		s := newTestEngine(t, cfg, mem, nil)
+		st := s.Open(obj)
+		buf := make([]byte, 8<<10)
+		for off := int64(0); off < 64<<10; off += int64(len(buf)) {
+			if _, err := st.ReadAt(ctx, buf, off); err != nil {
+				t.Fatal(err)
+			}
+		}
+		synctest.Wait() // the window's GETs are over
+		st.Close()
+		synctest.Wait()
+		stats := s.Stats()
+		var unread int64
+		for _, n := range stats.Unread {
+			unread += n
+		}
+		if stats.Unread[forWindow] == 0 {
+			t.Errorf("unread by purpose %v: nothing counted for the window read ahead of a reader that stopped at 64 KiB of %d", stats.Unread, len(data))
+		}
+		if stats.FetchedBytes != stats.ServedBytes+unread {
+			t.Errorf("fetched %d bytes, served %d, counted unread %d: want fetched = served + unread", stats.FetchedBytes, stats.ServedBytes, unread)
+		}
+	})
+}

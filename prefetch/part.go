@@ -103,6 +103,7 @@ type part struct {
 	awaitingFirst bool      // counted in o.awaitingFirst
 	dying         bool      // removed while its GET ran: charged to budget.dying until freed
 
+	served  int64             // bytes reads took from buf, summed over reads (Stats.Unread)
 	pins    int               // reads waiting on or copying from buf, and the Keep call
 	sinking bool              // the Keep call runs
 	holders map[*Stream]int64 // streams that want it → bytes each has read from it
@@ -315,6 +316,7 @@ func (s *Engine) freeLocked(p *part) {
 		p.buf = nil
 	}
 	s.parts.forget(p)
+	s.countUnreadLocked(p)
 	s.budget.charge(p.why.class(), -p.size)
 	if p.dying {
 		s.budget.dying -= p.size
@@ -347,5 +349,16 @@ func (s *Engine) holdLocked(st *Stream, p *part) {
 func (s *Engine) dropLocked(st *Stream, p *part) {
 	if s.parts.drop(st, p, s.budget.addHeld) {
 		s.releaseIfUnusedLocked(p)
+	}
+}
+
+// countUnreadLocked adds what p fetched from the store and no read took
+// to Stats.Unread, as p is freed.
+func (s *Engine) countUnreadLocked(p *part) {
+	if p.fromRing || p.why == forChunk {
+		return
+	}
+	if unread := p.arrived.final() - p.served; unread > 0 {
+		s.stats.Unread[p.why] += unread
 	}
 }

@@ -35,6 +35,12 @@ type ReadStats struct {
 	Errors                int64 // GETs that failed
 	ExactReads            int64 // random reads of objects larger than the cache fetched with a GET of their own bytes (exact.go)
 	ChunkReads            int64 // parts made for such reads that run on to the end of their chunk, lent to the page cache (exact.go)
+	// Unread counts, per purpose, the bytes fetched from the store into
+	// parts that were let go with no read of them: read-ahead that a
+	// reader never reached, guesses never opened, evictions. The bytes a
+	// cache tier kept are counted too (a random reader may come back to
+	// them there); a chunk's, lent to the page cache, are not.
+	Unread [numPurposes]int64
 }
 
 // NextStats are counted by the next shards and hints (nextShards).
@@ -69,3 +75,6 @@ type ScheduleStats struct {
 	ScheduleRead    int64 // scheduled ranges a read reached while a part kept them
 	ScheduleSkipped int64 // scheduled ranges dropped because their reader had gone past them
 }
+
+// PurposeNames names the purposes a part can have, in Stats.Unread's order.
+func PurposeNames() []string { return purposeNames[:] }

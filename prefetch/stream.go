@@ -336,6 +336,7 @@ func (st *Stream) serve(ctx context.Context, p *part, pos, end int64, sequential
 			s.stats.WaitNanos += int64(waited)
 		}
 		s.stats.ServedBytes += int64(len(got))
+		p.served += int64(len(got))
 		if !p.why.forRead() {
 			s.stats.PrefetchedServedBytes += int64(len(got))
 		}

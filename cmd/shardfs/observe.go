@@ -96,6 +96,10 @@ func registerPrefetchMetrics(m *metrics.Metrics, s *prefetch.Engine) {
 	m.CounterFunc("shardfs_prefetch_schedule_skipped_total", "Scheduled ranges dropped because their reader had gone past them.", stat(func(s prefetch.Stats) float64 { return float64(s.ScheduleSkipped) }))
 	m.GaugeFunc("shardfs_prefetch_schedule_queued", "Scheduled ranges queued now, their parts not yet made.", stat(func(s prefetch.Stats) float64 { return float64(s.ScheduleQueued) }))
 	m.GaugeFunc("shardfs_prefetch_schedule_in_use_bytes", "Read-ahead budget held now by parts made for sample schedules (at most half the budget).", stat(func(s prefetch.Stats) float64 { return float64(s.ScheduleInUseBytes) }))
+	for i, name := range prefetch.PurposeNames() {
+		m.CounterFuncLabelled("shardfs_prefetch_unread_bytes_total", "Bytes fetched from the store into parts let go with no read of them, by the part's purpose: read-ahead a reader never reached, guesses never opened, evictions (bytes a cache tier kept included).",
+			map[string]string{"purpose": name}, stat(func(s prefetch.Stats) float64 { return float64(s.Unread[i]) }))
+	}
 	m.CounterFunc("shardfs_prefetch_errors_total", "Read-ahead GETs that failed.", stat(func(s prefetch.Stats) float64 { return float64(s.Errors) }))
 }
 

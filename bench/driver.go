@@ -377,6 +377,17 @@ func (d *driver) treeOf(ctx context.Context, path string) string {
 	return tree
 }
 
+// passLog is the path of one pass's file of kind ext under OUT/logs:
+// WORKLOAD.SYSTEM[.xX].roundR.passP.EXT, the sweep's value named where
+// the workload sweeps one.
+func (d *driver) passLog(r Run, rec *Record, ext string) string {
+	x := ""
+	if r.Workload.Sweep != nil {
+		x = ".x" + strconv.FormatFloat(r.X, 'f', -1, 64)
+	}
+	return filepath.Join(d.o.Out, "logs", fmt.Sprintf("%s.%s%s.round%d.pass%d.%s", r.Workload.Name, r.System.Name, x, r.Round, rec.Pass, ext))
+}
+
 // measure runs the workload once and fills rec with what it and the
 // parties around it spent. A workload that outlives its run's Timeout is
 // ended (await) and measured no further.
@@ -401,8 +412,7 @@ func (d *driver) measure(ctx context.Context, r Run, argv []string, m *mount, re
 	if err != nil {
 		return err
 	}
-	h := &hungPass{r: p, m: m, shardfs: r.System.Kind == "shardfs", dump: filepath.Join(d.o.Out, "logs",
-		fmt.Sprintf("%s.%s.round%d.pass%d.goroutines", r.Workload.Name, r.System.Name, r.Round, rec.Pass))}
+	h := &hungPass{r: p, m: m, shardfs: r.System.Kind == "shardfs", dump: d.passLog(r, rec, "goroutines")}
 	teardown, err := await(ctx, h, r.Timeout())
 	rec.WallSeconds, rec.LoadAvg, rec.Teardown = time.Since(start).Seconds(), loadAvg(), teardown
 	if err != nil {
@@ -425,12 +435,13 @@ func (d *driver) measure(ctx context.Context, r Run, argv []string, m *mount, re
 			// Every counter, for the pass's story beyond its row (what
 			// was passed through, made whole, skipped, evicted).
 			if b, err := json.MarshalIndent(c, "", " "); err == nil {
-				_ = os.WriteFile(filepath.Join(d.o.Out, "logs", fmt.Sprintf("%s.%s.round%d.pass%d.stats.json",
-					r.Workload.Name, r.System.Name, r.Round, rec.Pass)), b, 0o644)
+				_ = os.WriteFile(d.passLog(r, rec, "stats.json"), b, 0o644)
 			}
-			fetched, served, unread := c["shardfs_store_bytes_total"], c["shardfs_read_bytes_total"], c["shardfs_prefetch_unread_bytes_total"]
-			rec.DaemonFetchedBytes, rec.DaemonServedBytes, rec.DaemonUnreadBytes = fetched-m.fetched, served-m.served, unread-m.unread
-			m.fetched, m.served, m.unread = fetched, served, unread
+			now := passCounters{c["shardfs_store_bytes_total"], c["shardfs_read_bytes_total"],
+				c["shardfs_prefetch_unread_bytes_total"], c["shardfs_prefetch_evicted_unread_bytes_total"]}
+			rec.DaemonFetchedBytes, rec.DaemonServedBytes = now.fetched-m.last.fetched, now.served-m.last.served
+			rec.DaemonUnreadBytes, rec.DaemonEvictedUnreadBytes = now.unread-m.last.unread, now.evicted-m.last.evicted
+			m.last = now
 		}
 	}
 	if runErr != nil {

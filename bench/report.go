@@ -41,7 +41,7 @@ type Row struct {
 	PeakRSSMiB          float64
 	FetchedPerRead      float64 // bytes the store sent per byte the readers got
 	FetchedPerServed    float64 // shardfs: bytes it fetched per byte it answered READs with (its own counters)
-	UnreadPerServed     float64 // shardfs: bytes it fetched and let go unread per byte it answered READs with
+	EvictedPerServed    float64 // shardfs: bytes it fetched and evicted unread per byte it answered READs with
 }
 
 // Series is one line of a plot: a system's medians and ranges against X.
@@ -188,7 +188,7 @@ func better(a, b float64, higher bool) bool {
 
 func summarizeCell(rs []Record, x float64, pass int, system, role string) Row {
 	row := Row{X: x, Pass: pass, System: system, Role: role}
-	var vals, daemon, store, readers, rss, fetched, perServed, unread []float64
+	var vals, daemon, store, readers, rss, fetched, perServed, evicted []float64
 	for _, r := range rs {
 		if r.Error != "" {
 			row.Failed++
@@ -212,7 +212,7 @@ func summarizeCell(rs []Record, x float64, pass int, system, role string) Row {
 		}
 		if r.DaemonServedBytes > 0 {
 			perServed = append(perServed, float64(r.DaemonFetchedBytes)/float64(r.DaemonServedBytes))
-			unread = append(unread, float64(r.DaemonUnreadBytes)/float64(r.DaemonServedBytes))
+			evicted = append(evicted, float64(r.DaemonEvictedUnreadBytes)/float64(r.DaemonServedBytes))
 		}
 	}
 	row.Rounds = len(vals)
@@ -222,7 +222,7 @@ func summarizeCell(rs []Record, x float64, pass int, system, role string) Row {
 	}
 	row.DaemonCPU, row.StoreCPU, row.ReaderCPU = median(daemon), median(store), median(readers)
 	row.PeakRSSMiB, row.FetchedPerRead, row.FetchedPerServed = median(rss), median(fetched), median(perServed)
-	row.UnreadPerServed = median(unread)
+	row.EvictedPerServed = median(evicted)
 	return row
 }
 
@@ -263,7 +263,7 @@ func Markdown(tables []Table, plots map[string]string) string {
 			head = append(head, "pass")
 		}
 		head = append(head, "system", t.Figure+" (median)", "range", "rounds", "× ceiling", "× best peer",
-			"daemon CPU-s/GB", "store CPU-s/GB", "readers CPU-s/GB", "daemon peak RSS MiB", "fetched / read", "daemon fetched / served", "daemon unread / served")
+			"daemon CPU-s/GB", "store CPU-s/GB", "readers CPU-s/GB", "daemon peak RSS MiB", "fetched / read", "daemon fetched / served", "daemon evicted unread / served")
 		fmt.Fprintf(&b, "| %s |\n|%s\n", strings.Join(head, " | "), strings.Repeat("---|", len(head)))
 		for _, r := range t.Rows {
 			var cols []string
@@ -282,7 +282,7 @@ func Markdown(tables []Table, plots map[string]string) string {
 				figure, span = "failed", "–"
 			}
 			cols = append(cols, r.System, figure, span, rounds, num(r.VsCeiling), num(r.VsPeer),
-				num(r.DaemonCPU), num(r.StoreCPU), num(r.ReaderCPU), num(r.PeakRSSMiB), num(r.FetchedPerRead), num(r.FetchedPerServed), num(r.UnreadPerServed))
+				num(r.DaemonCPU), num(r.StoreCPU), num(r.ReaderCPU), num(r.PeakRSSMiB), num(r.FetchedPerRead), num(r.FetchedPerServed), num(r.EvictedPerServed))
 			fmt.Fprintf(&b, "| %s |\n", strings.Join(cols, " | "))
 		}
 		b.WriteString("\n")

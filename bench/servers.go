@@ -172,14 +172,12 @@ type mount struct {
 	dir     string
 	cmd     *exec.Cmd
 	exited  chan struct{}
-	log     string  // the daemon's stdout and stderr
-	conn    uint64  // the FUSE connection's number under /sys/fs/fuse/connections; 0 while not known
-	seconds float64 // from the mount command to the first listing
-	fetched int64   // shardfs_store_bytes_total at the last pass's end
-	served  int64   // shardfs_read_bytes_total at the last pass's end
-	unread  int64   // shardfs_prefetch_unread_bytes_total at the last pass's end
-	scratch string  // a cold system's cache dir, removed once unmounted: its ring is preallocated
-	stopped bool    // stop has run
+	log     string       // the daemon's stdout and stderr
+	conn    uint64       // the FUSE connection's number under /sys/fs/fuse/connections; 0 while not known
+	seconds float64      // from the mount command to the first listing
+	last    passCounters // the daemon's counters at the last pass's end
+	scratch string       // a cold system's cache dir, removed once unmounted: its ring is preallocated
+	stopped bool         // stop has run
 }
 
 // mount mounts r's system at the driver's mountpoint (a shardfs system
@@ -395,4 +393,12 @@ func (d *driver) warm(ctx context.Context, y *System, ds *Dataset, cache string)
 	}
 	d.warmed[cache] = true
 	return nil
+}
+
+// passCounters are the daemon's counters a row records the change of.
+type passCounters struct {
+	fetched int64 // shardfs_store_bytes_total
+	served  int64 // shardfs_read_bytes_total
+	unread  int64 // shardfs_prefetch_unread_bytes_total
+	evicted int64 // shardfs_prefetch_evicted_unread_bytes_total
 }

@@ -121,6 +121,7 @@ func (s *Engine) evictOneLocked(requester *Stream) bool {
 		return false
 	}
 	s.stats.Evicted++
+	s.stats.EvictedUnread += p.unread()
 	s.removeLocked(p)
 	return true
 }

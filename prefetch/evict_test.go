@@ -32,6 +32,11 @@ func TestEvictionAsksEachOwnerInOrder(t *testing.T) {
 		parts = append(parts, p)
 	}
 	name := func(p *part) string { return fmt.Sprintf("%s@%d", p.o.obj.Key, p.off/ps) }
+	// The first victim has its bytes in, and a read took some of them:
+	// the rest are counted as evicted unread.
+	first := parts[slices.IndexFunc(parts, func(p *part) bool { return name(p) == "rich@9" })]
+	first.arrived.set(ps)
+	first.served = 1000
 	var got []string
 	for s.evictOneLocked(requester) {
 		i := slices.IndexFunc(parts, func(p *part) bool { return !p.live() })
@@ -48,5 +53,8 @@ func TestEvictionAsksEachOwnerInOrder(t *testing.T) {
 	}
 	if len(parts) != 0 {
 		t.Fatalf("nothing more to evict, but %d parts are still live", len(parts))
+	}
+	if s.stats.EvictedUnread != ps-1000 {
+		t.Errorf("evicted unread %d bytes, want %d: the first victim's arrived bytes no read took", s.stats.EvictedUnread, ps-1000)
 	}
 }

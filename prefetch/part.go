@@ -355,10 +355,14 @@ func (s *Engine) dropLocked(st *Stream, p *part) {
 // countUnreadLocked adds what p fetched from the store and no read took
 // to Stats.Unread, as p is freed.
 func (s *Engine) countUnreadLocked(p *part) {
+	s.stats.Unread[p.why] += p.unread()
+}
+
+// unread is what p fetched from the store that no read took: none for a
+// part read from the ring, or a chunk's, lent to the page cache.
+func (p *part) unread() int64 {
 	if p.fromRing || p.why == forChunk {
-		return
+		return 0
 	}
-	if unread := p.arrived.final() - p.served; unread > 0 {
-		s.stats.Unread[p.why] += unread
-	}
+	return max(0, p.arrived.final()-p.served)
 }

@@ -41,6 +41,9 @@ type ReadStats struct {
 	// cache tier kept are counted too (a random reader may come back to
 	// them there); a chunk's, lent to the page cache, are not.
 	Unread [numPurposes]int64
+	// EvictedUnread is the part of Unread that eviction let go: bytes
+	// fetched and thrown away for room while their readers still read.
+	EvictedUnread int64
 }
 
 // NextStats are counted by the next shards and hints (nextShards).

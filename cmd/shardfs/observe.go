@@ -100,6 +100,7 @@ func registerPrefetchMetrics(m *metrics.Metrics, s *prefetch.Engine) {
 		m.CounterFuncLabelled("shardfs_prefetch_unread_bytes_total", "Bytes fetched from the store into parts let go with no read of them, by the part's purpose: read-ahead a reader never reached, guesses never opened, evictions (bytes a cache tier kept included).",
 			map[string]string{"purpose": name}, stat(func(s prefetch.Stats) float64 { return float64(s.Unread[i]) }))
 	}
+	m.CounterFunc("shardfs_prefetch_evicted_unread_bytes_total", "Of the unread bytes, those eviction let go: fetched, then thrown away for room while their readers still read.", stat(func(s prefetch.Stats) float64 { return float64(s.EvictedUnread) }))
 	m.CounterFunc("shardfs_prefetch_errors_total", "Read-ahead GETs that failed.", stat(func(s prefetch.Stats) float64 { return float64(s.Errors) }))
 }
 

@@ -56,11 +56,12 @@ type Record struct {
 	// DaemonUnreadBytes is what shardfs fetched during the pass and let go
 	// with no read of it (shardfs_prefetch_unread_bytes_total, every
 	// purpose): fetched less served, less what was still held at the end.
-	DaemonUnreadBytes int64 `json:"daemon_unread_bytes,omitempty"`
+	DaemonUnreadBytes *int64 `json:"daemon_unread_bytes,omitempty"`
 	// DaemonEvictedUnreadBytes is the part of it that eviction let go
 	// while its readers still read (shardfs_prefetch_evicted_unread_bytes_total):
-	// bytes fetched twice if the reader comes to them.
-	DaemonEvictedUnreadBytes int64 `json:"daemon_evicted_unread_bytes,omitempty"`
+	// bytes fetched twice if the reader comes to them. Both are nil in
+	// rows written before they were counted.
+	DaemonEvictedUnreadBytes *int64 `json:"daemon_evicted_unread_bytes,omitempty"`
 
 	LoadAvg [3]float64 `json:"load_avg"` // /proc/loadavg at the end of the pass
 	// Tree is the tree the row's shardfs binary was built from, as its

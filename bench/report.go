@@ -212,7 +212,9 @@ func summarizeCell(rs []Record, x float64, pass int, system, role string) Row {
 		}
 		if r.DaemonServedBytes > 0 {
 			perServed = append(perServed, float64(r.DaemonFetchedBytes)/float64(r.DaemonServedBytes))
-			evicted = append(evicted, float64(r.DaemonEvictedUnreadBytes)/float64(r.DaemonServedBytes))
+			if r.DaemonEvictedUnreadBytes != nil {
+				evicted = append(evicted, float64(*r.DaemonEvictedUnreadBytes)/float64(r.DaemonServedBytes))
+			}
 		}
 	}
 	row.Rounds = len(vals)

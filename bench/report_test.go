@@ -18,6 +18,10 @@ func rec(system, role string, x float64, round int, value float64) Record {
 		// The daemon's own counters span the whole pass: more served than
 		// the workload's window read, and fetched in proportion.
 		r.DaemonFetchedBytes, r.DaemonServedBytes = 2.4e9, 2.4e9
+		if x == 4 {
+			evicted := int64(0.06e9) // rows at 16 were written before it was counted
+			r.DaemonEvictedUnreadBytes = &evicted
+		}
 	}
 	return r
 }
@@ -63,6 +67,9 @@ func TestSummarizeMediansRangesAndRatios(t *testing.T) {
 	}
 	if !near(sh4.FetchedPerServed, 1) || !math.IsNaN(rows[2].FetchedPerServed) {
 		t.Errorf("daemon fetched / served: shardfs %v (want 1: its own counters over the same span), rclone %v (want none)", sh4.FetchedPerServed, rows[2].FetchedPerServed)
+	}
+	if !near(sh4.EvictedPerServed, 0.025) || !math.IsNaN(sh16.EvictedPerServed) {
+		t.Errorf("daemon evicted unread / served: %v at 4 (want 0.025), %v at 16 (want none: not counted then)", sh4.EvictedPerServed, sh16.EvictedPerServed)
 	}
 	if local := rows[0]; local.VsCeiling != 1 {
 		t.Errorf("the ceiling against itself: %v", local.VsCeiling)

@@ -440,8 +440,10 @@ func (d *driver) measure(ctx context.Context, r Run, argv []string, m *mount, re
 			now := passCounters{c["shardfs_store_bytes_total"], c["shardfs_read_bytes_total"],
 				c["shardfs_prefetch_unread_bytes_total"], c["shardfs_prefetch_evicted_unread_bytes_total"]}
 			rec.DaemonFetchedBytes, rec.DaemonServedBytes = now.fetched-m.last.fetched, now.served-m.last.served
-			unread, evicted := now.unread-m.last.unread, now.evicted-m.last.evicted
-			rec.DaemonUnreadBytes, rec.DaemonEvictedUnreadBytes = &unread, &evicted
+			if _, ok := c["shardfs_prefetch_evicted_unread_bytes_total"]; ok { // a binary that counts them
+				unread, evicted := now.unread-m.last.unread, now.evicted-m.last.evicted
+				rec.DaemonUnreadBytes, rec.DaemonEvictedUnreadBytes = &unread, &evicted
+			}
 			m.last = now
 		}
 	}

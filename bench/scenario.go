@@ -332,6 +332,17 @@ func (s *Scenario) Only(names []string) error {
 	return nil
 }
 
+// OnlyStores narrows s to the named stores, which it must use.
+func (s *Scenario) OnlyStores(names []string) error {
+	for _, name := range names {
+		if !slices.Contains(s.Stores, name) {
+			return fmt.Errorf("scenario %s uses no store %q (it uses %s)", s.Name, name, strings.Join(s.Stores, ", "))
+		}
+	}
+	s.Stores = slices.DeleteFunc(s.Stores, func(st string) bool { return !slices.Contains(names, st) })
+	return nil
+}
+
 // Expand lists the runs in the order the driver takes them: round by
 // round; within a round, store, workload and sweep value in file order;
 // at each point every system once, starting one later each round so that

@@ -79,6 +79,28 @@ func TestOnlyKeepsTheNamedWorkloads(t *testing.T) {
 	}
 }
 
+// OnlyStores keeps the stores named and refuses one the scenario lacks.
+func TestOnlyStoresKeepsTheNamedStores(t *testing.T) {
+	s, err := ParseScenario([]byte(twoStores), false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := s.OnlyStores([]string{"remote"}); err != nil {
+		t.Fatal(err)
+	}
+	for _, r := range s.Expand() {
+		if r.Store != "remote" || r.Workload.Name != "au" {
+			t.Errorf("run of %s on %s after OnlyStores(remote): want only au (seq is loopback's alone) on remote", r.Workload.Name, r.Store)
+		}
+	}
+	if len(s.Expand()) != 2*2*3 {
+		t.Errorf("%d runs on the remote store, want 12 (2 rounds × 2 counts × 3 systems)", len(s.Expand()))
+	}
+	if err := s.OnlyStores([]string{"loopback"}); err == nil || !strings.Contains(err.Error(), `no store "loopback"`) {
+		t.Errorf("OnlyStores of a store the scenario no longer uses: %v; want an error naming it", err)
+	}
+}
+
 func TestExpandSetsTheSweptParameterPerRun(t *testing.T) {
 	s, err := ParseScenario([]byte(twoStores), false)
 	if err != nil {

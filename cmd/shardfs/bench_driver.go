@@ -28,6 +28,7 @@ func benchRunCommand() *cli.Command {
 			&cli.BoolFlag{Name: "smoke", Usage: "apply each scenario's smoke settings: tiny data, one round, seconds per run"},
 			&cli.BoolFlag{Name: "dry-run", Usage: "list the runs in order and stop"},
 			&cli.StringSliceFlag{Name: "workload", Usage: "run only this workload of each scenario (repeat for more)"},
+			&cli.StringSliceFlag{Name: "store", Usage: "run only on this store of each scenario: loopback or remote"},
 			&cli.BoolFlag{Name: "profile", Usage: "record a CPU profile of every shardfs daemon, mount to unmount, in OUT/profiles (go tool pprof)"},
 			&cli.StringFlag{Name: "root", Value: ".", Usage: "the source tree (scripts/, bench/, .tools/bin)"},
 			&cli.StringFlag{Name: "python", Value: "/usr/bin/python3", Usage: "the interpreter with torch (Debian's)"},
@@ -50,6 +51,11 @@ func runBenchDriver(c *cli.Context) error {
 		}
 		if only := c.StringSlice("workload"); len(only) > 0 {
 			if err := s.Only(only); err != nil {
+				return err
+			}
+		}
+		if only := c.StringSlice("store"); len(only) > 0 {
+			if err := s.OnlyStores(only); err != nil {
 				return err
 			}
 		}

@@ -4,8 +4,10 @@ import (
 	"fmt"
 	"log/slog"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strconv"
+	"syscall"
 	"time"
 
 	gofs "github.com/hanwen/go-fuse/v2/fs"
@@ -50,6 +52,7 @@ func DefaultKernelOptions() KernelOptions {
 func Mount(dir string, root *Root, k KernelOptions) (*fuse.Server, error) {
 	timeout := root.m.opts.AttrTimeout
 	negative := time.Minute
+	direct := os.Geteuid() == 0 && !fusermountInstalled()
 	opts := &gofs.Options{
 		EntryTimeout:    &timeout,
 		AttrTimeout:     &timeout,
@@ -64,10 +67,10 @@ func Mount(dir string, root *Root, k KernelOptions) (*fuse.Server, error) {
 			MaxBackground: k.MaxBackground,
 			AllowOther:    k.AllowOther,
 			Debug:         k.Debug,
-			// As root, mount(2) is called directly: a container image or a
-			// bare node (a CSI node plugin, a GPU node) may have no
-			// fusermount. go-fuse falls back to fusermount if it fails.
-			DirectMount: os.Geteuid() == 0,
+			// Root calls mount(2) itself where no fusermount is installed,
+			// as in a container image or on a bare node (a CSI node
+			// plugin, a GPU node).
+			DirectMount: direct,
 			// Reads are served from memory; splicing 1 MiB plus a header
 			// overflows the default pipe and only falls back to a copy.
 			DisableSplice: true,
@@ -85,6 +88,9 @@ func Mount(dir string, root *Root, k KernelOptions) (*fuse.Server, error) {
 	server, err := fuse.NewServer(gofs.NewNodeFS(root, opts), dir, &opts.MountOptions)
 	if err != nil {
 		return nil, err
+	}
+	if direct {
+		closeFuseOnExec()
 	}
 	go server.Serve()
 	return server, nil
@@ -112,4 +118,37 @@ func setReadAhead(dev uint64, kb int) error {
 		return fmt.Errorf("set %s: %w", path, err)
 	}
 	return nil
+}
+
+// fusermountInstalled reports whether go-fuse would find fusermount3 or
+// fusermount: on the PATH, or in /bin, where it also looks.
+func fusermountInstalled() bool {
+	for _, name := range []string{"fusermount3", "fusermount", "/bin/fusermount3", "/bin/fusermount"} {
+		if _, err := exec.LookPath(name); err == nil {
+			return true
+		}
+	}
+	return false
+}
+
+// closeFuseOnExec marks the descriptors of /dev/fuse this process holds
+// close-on-exec. go-fuse opens /dev/fuse without it when it calls mount(2)
+// itself, and a child started after the mount (the readiness check) would
+// then hold the connection: with a request of its own to the mount in
+// flight when the daemon died, it would wait for ever, since the kernel
+// aborts a connection only once its last descriptor is closed.
+func closeFuseOnExec() {
+	ents, err := os.ReadDir("/proc/self/fd")
+	if err != nil {
+		return
+	}
+	for _, e := range ents {
+		fd, err := strconv.Atoi(e.Name())
+		if err != nil {
+			continue
+		}
+		if target, err := os.Readlink("/proc/self/fd/" + e.Name()); err == nil && target == "/dev/fuse" {
+			syscall.CloseOnExec(fd)
+		}
+	}
 }

@@ -200,7 +200,9 @@ func TestLsListsKeysAndSizes(t *testing.T) {
 // nodes often lack: the daemon mounts with mount(2), and `shardfs unmount`
 // unmounts with umount(2). The test runs in a mount namespace of its own,
 // where /dev/null hides the fusermount that go-fuse would otherwise find in
-// /bin whatever the PATH.
+// /bin whatever the PATH. The daemon's descriptors of /dev/fuse are
+// close-on-exec: a child that inherited one would keep the connection
+// alive after the daemon died, and hang in its own request to the mount.
 func TestRootWithoutFusermount(t *testing.T) {
 	t.Parallel()
 	if os.Geteuid() != 0 {
@@ -214,6 +216,13 @@ for f in /bin/fusermount3 /bin/fusermount /usr/bin/fusermount3 /usr/bin/fusermou
 done
 env PATH="$EMPTY" "$BIN" mount "$SOURCE" "$DIR" --endpoint-url "$ENDPOINT"
 sha256sum "$DIR/$KEY"
+for p in $(pgrep -f -- "$DIR"); do
+	if [ "$(readlink /proc/$p/exe)" = "$BIN" ]; then
+		for fd in /proc/$p/fd/*; do
+			if [ "$(readlink "$fd")" = /dev/fuse ]; then echo "fuse-fd-flags $(awk '/^flags:/ {print $2}' /proc/$p/fdinfo/${fd##*/})"; fi
+		done
+	fi
+done
 env PATH="$EMPTY" "$BIN" unmount "$DIR"
 if grep -q " $DIR " /proc/self/mountinfo; then echo "$DIR still mounted after shardfs unmount"; exit 1; fi`
 	cmd := exec.Command("unshare", "--mount", "--propagation", "private", "sh", "-c", script)
@@ -223,8 +232,22 @@ if grep -q " $DIR " /proc/self/mountinfo; then echo "$DIR still mounted after sh
 	if err != nil {
 		t.Fatalf("mount, read and unmount with no fusermount, as root: %v\n%s", err, out)
 	}
-	if !strings.HasPrefix(string(out), o.sha256+" ") {
+	if !strings.Contains(string(out), o.sha256+" ") {
 		t.Errorf("%s through a mount made without fusermount: %s; want sha256 %s", o.key, out, o.sha256)
+	}
+	fuseFDs := 0
+	for _, line := range strings.Split(string(out), "\n") {
+		flags, ok := strings.CutPrefix(line, "fuse-fd-flags ")
+		if !ok {
+			continue
+		}
+		fuseFDs++
+		if v, err := strconv.ParseUint(flags, 8, 64); err != nil || v&syscall.O_CLOEXEC == 0 {
+			t.Errorf("the daemon holds /dev/fuse with flags %s: not close-on-exec, so a child it starts keeps the connection", flags)
+		}
+	}
+	if fuseFDs == 0 {
+		t.Errorf("no /dev/fuse descriptor found in the daemon's /proc/PID/fd:\n%s", out)
 	}
 	if pids := waitNoServer(dir, unmountTimeout); len(pids) > 0 {
 		t.Errorf("shardfs processes %v for %s still running after unmount", pids, dir)

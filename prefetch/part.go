@@ -316,7 +316,7 @@ func (s *Engine) freeLocked(p *part) {
 		p.buf = nil
 	}
 	s.parts.forget(p)
-	s.countUnreadLocked(p)
+	s.stats.Unread[p.why] += p.unread()
 	s.budget.charge(p.why.class(), -p.size)
 	if p.dying {
 		s.budget.dying -= p.size
@@ -350,12 +350,6 @@ func (s *Engine) dropLocked(st *Stream, p *part) {
 	if s.parts.drop(st, p, s.budget.addHeld) {
 		s.releaseIfUnusedLocked(p)
 	}
-}
-
-// countUnreadLocked adds what p fetched from the store and no read took
-// to Stats.Unread, as p is freed.
-func (s *Engine) countUnreadLocked(p *part) {
-	s.stats.Unread[p.why] += p.unread()
 }
 
 // unread is what p fetched from the store that no read took: none for a

@@ -4,11 +4,11 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
-	"slices"
 	"strings"
 	"syscall"
 	"time"
@@ -50,6 +50,10 @@ func unmountCommand() *cli.Command {
 				err = lazyUnmount(c.Context, dir)
 			} else {
 				err = fusermount(c.Context, "-u", dir)
+				if errors.Is(err, errNoFusermount) && os.Geteuid() == 0 {
+					// Root, which mounts without it, unmounts without it.
+					err = unmountSyscall(dir, 0)
+				}
 			}
 			if err != nil {
 				return err
@@ -66,23 +70,28 @@ func lazyUnmount(ctx context.Context, dir string) error {
 	if err := fusermount(ctx, "-u", "-z", dir); err == nil {
 		return nil
 	}
-	if err := syscall.Unmount(dir, syscall.MNT_DETACH); err != nil {
+	return unmountSyscall(dir, syscall.MNT_DETACH)
+}
+
+// errNoFusermount: neither fusermount3 nor fusermount is installed.
+var errNoFusermount = errors.New("fusermount3 not found: install fuse3")
+
+// unmountSyscall unmounts dir with umount(2), flags as it takes them.
+func unmountSyscall(dir string, flags int) error {
+	if err := syscall.Unmount(dir, flags); err != nil {
 		return fmt.Errorf("unmount %s: %w", dir, err)
 	}
 	return nil
 }
 
 // fusermount runs fusermount3 (or fusermount), returning its own words on
-// failure ("Device or resource busy"). Root, which mounts without it, also
-// unmounts without it where neither is installed.
+// failure ("Device or resource busy"), errNoFusermount where neither is
+// installed.
 func fusermount(ctx context.Context, args ...string) error {
 	bin, err := exec.LookPath("fusermount3")
 	if err != nil {
 		if bin, err = exec.LookPath("fusermount"); err != nil {
-			if os.Geteuid() == 0 {
-				return unmountSyscall(args)
-			}
-			return fmt.Errorf("fusermount3 not found: install fuse3")
+			return errNoFusermount
 		}
 	}
 	var stderr bytes.Buffer
@@ -124,16 +133,4 @@ func waitExit(pid int, limit time.Duration) {
 	for time.Now().Before(deadline) && syscall.Kill(pid, 0) == nil {
 		time.Sleep(20 * time.Millisecond)
 	}
-}
-
-// unmountSyscall does what fusermount's -u [-z] DIR does, for root.
-func unmountSyscall(args []string) error {
-	dir, flags := args[len(args)-1], 0
-	if slices.Contains(args, "-z") {
-		flags = syscall.MNT_DETACH
-	}
-	if err := syscall.Unmount(dir, flags); err != nil {
-		return fmt.Errorf("unmount %s: %w", dir, err)
-	}
-	return nil
 }

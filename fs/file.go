@@ -53,8 +53,8 @@ func (m *mountState) fileAttr(a *fuse.Attr, obj store.Object) {
 // Open pins the inode's version for the life of the handle. A shard the
 // cache holds whole may be passed to the kernel (passthrough.go, which
 // decides); otherwise the kernel keeps its page cache across opens (the
-// ETag pins the content of the inode) or, under DirectIO, has every read
-// answered by the daemon.
+// ETag pins the content of the inode) or, when the mount reads directly
+// (readsDirect), has every read answered by the daemon.
 func (f *fileNode) Open(ctx context.Context, flags uint32) (gofs.FileHandle, uint32, syscall.Errno) {
 	if writeFlags(flags) {
 		return nil, 0, syscall.EROFS
@@ -72,7 +72,7 @@ func (f *fileNode) Open(ctx context.Context, flags uint32) (gofs.FileHandle, uin
 		return &passthroughHandle{fileHandle: h, backing: backing}, 0, 0
 	}
 	h.readerFor() // the read-ahead stream is known from the open on
-	if f.m.opts.PageCache == DirectIO {
+	if f.m.readsDirect() {
 		return h, fuse.FOPEN_DIRECT_IO, 0
 	}
 	h.fills = true

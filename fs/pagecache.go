@@ -16,11 +16,23 @@ const (
 	// copied out once and evicted, which is all a data set far larger than
 	// RAM read once per epoch gets from the page cache.
 	DirectIO
+	// DirectBesideWholeFiles: DirectIO while the mount passes shards held
+	// whole to the kernel, KeepPages where passthrough is refused. A shard
+	// read whole through the daemon is written to its whole-shard file as
+	// it is read, and its next open reads that file, whose pages the
+	// kernel keeps: pages of the mount's own would hold the shard in
+	// memory a second time and cost the daemon a copy into fresh page
+	// cache on the cold pass. Where passthrough is refused, the mount's
+	// pages are what spares a next epoch the daemon.
+	DirectBesideWholeFiles
 )
 
 func (p PageCache) String() string {
-	if p == DirectIO {
+	switch p {
+	case DirectIO:
 		return "direct"
+	case DirectBesideWholeFiles:
+		return "direct beside whole-shard files"
 	}
 	return "keep"
 }
@@ -34,4 +46,16 @@ func ParsePageCache(s string) (PageCache, error) {
 		return DirectIO, nil
 	}
 	return KeepPages, fmt.Errorf("page cache policy %q: want keep or direct", s)
+}
+
+// readsDirect reports whether opens the daemon serves read directly
+// (FOPEN_DIRECT_IO) rather than through pages the kernel keeps.
+func (m *mountState) readsDirect() bool {
+	switch m.opts.PageCache {
+	case DirectIO:
+		return true
+	case DirectBesideWholeFiles:
+		return m.passthrough.Load()
+	}
+	return false
 }

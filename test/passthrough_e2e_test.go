@@ -4,12 +4,15 @@ package test
 
 import (
 	"bytes"
+	"crypto/sha256"
+	"encoding/hex"
 	"io"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
 	"time"
+	"unsafe"
 
 	"golang.org/x/sys/unix"
 )
@@ -276,6 +279,13 @@ func TestShardReadWholeIsPassedThroughNextOpen(t *testing.T) {
 	t.Parallel()
 	dir := t.TempDir()
 	m := mountShardfs(t, e2e.source(), cacheFlags(dir, wholeCacheSize)...)
+	// The first read of a shard is answered into the reader's buffer, not
+	// into pages of the mount's own: beside whole-shard files the page
+	// cache --page-cache auto uses is the file's, from the next open on.
+	large, _ := lookup(e2e.objects, largeKey)
+	if pages := pagesKeptAfterReading(t, m.path(largeKey), large); pages != 0 {
+		t.Errorf("%s: %d pages in the mount's page cache after a first read through the daemon, want 0 (read directly beside whole-shard files)", largeKey, pages)
+	}
 	checkShards(t, m.dir, e2e.objects)
 	whole := nonEmpty(e2e.objects)
 	waitStat(t, m.dir, "cache_whole_files", float64(len(whole)))
@@ -295,4 +305,37 @@ func TestShardReadWholeIsPassedThroughNextOpen(t *testing.T) {
 	if opens < float64(len(whole)) || read != 0 {
 		t.Errorf("second pass: %v opens passed through, %v bytes read through the daemon; want %d (every shard read whole before) and 0", opens, read, len(whole))
 	}
+}
+
+// pagesKeptAfterReading reads path whole through one descriptor, checks
+// its bytes against o, and returns how many of its pages the kernel then
+// holds for the mount's inode (mincore through a mapping of that same
+// descriptor, which faults nothing in).
+func pagesKeptAfterReading(t *testing.T, path string, o object) int {
+	t.Helper()
+	f, err := os.Open(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	h := sha256.New()
+	n, err := io.Copy(h, f)
+	if err != nil || n != o.size || hex.EncodeToString(h.Sum(nil)) != o.sha256 {
+		t.Fatalf("%s: read %d bytes, sha256 %x, err %v; want %d bytes %s", path, n, h.Sum(nil), err, o.size, o.sha256)
+	}
+	mem, err := unix.Mmap(int(f.Fd()), 0, int(n), unix.PROT_READ, unix.MAP_SHARED)
+	if err != nil {
+		t.Fatalf("mmap %s: %v", path, err)
+	}
+	defer unix.Munmap(mem)
+	page := os.Getpagesize()
+	vec := make([]byte, (len(mem)+page-1)/page)
+	if _, _, errno := unix.Syscall(unix.SYS_MINCORE, uintptr(unsafe.Pointer(&mem[0])), uintptr(len(mem)), uintptr(unsafe.Pointer(&vec[0]))); errno != 0 {
+		t.Fatalf("mincore %s: %v", path, errno)
+	}
+	kept := 0
+	for _, v := range vec {
+		kept += int(v & 1)
+	}
+	return kept
 }

@@ -30,11 +30,17 @@ func parsePageCache(s string) (pageCacheChoice, error) {
 }
 
 // resolve picks the policy for a data set of objects on a machine with ram
-// bytes of memory. auto reads a data set larger than RAM directly: an
-// epoch's pages are evicted before the next epoch reaches them, so keeping
-// them buys nothing and costs the readers a second copy. A smaller one
-// keeps its pages: every later epoch is then read from memory.
-func (c pageCacheChoice) resolve(objects []store.Object, ram int64) shardfs.PageCache {
+// bytes of memory; wholeFiles says whether the mount keeps whole-shard
+// files it may pass to the kernel (a cache dir with whole-shard room,
+// passthrough not off). auto reads a data set larger than RAM directly:
+// an epoch's pages are evicted before the next epoch reaches them, so
+// keeping them buys nothing and costs the readers a second copy. Beside
+// whole-shard files it reads directly while passthrough works: a shard
+// read whole is then read from its file on its next open, and the
+// mount's own pages would be a second copy of it (DirectBesideWholeFiles).
+// A smaller data set without them keeps its pages: every later epoch is
+// then read from memory.
+func (c pageCacheChoice) resolve(objects []store.Object, ram int64, wholeFiles bool) shardfs.PageCache {
 	if !c.auto {
 		return c.fixed
 	}
@@ -42,8 +48,11 @@ func (c pageCacheChoice) resolve(objects []store.Object, ram int64) shardfs.Page
 	for _, o := range objects {
 		total += o.Size
 	}
-	if ram > 0 && total > ram {
+	switch {
+	case ram > 0 && total > ram:
 		return shardfs.DirectIO
+	case wholeFiles:
+		return shardfs.DirectBesideWholeFiles
 	}
 	return shardfs.KeepPages
 }

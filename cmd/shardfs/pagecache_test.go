@@ -7,25 +7,28 @@ import (
 	"github.com/shardfs/shardfs/store"
 )
 
-func TestPageCacheAutoReadsDirectlyOnlyWhatOutgrowsRAM(t *testing.T) {
+func TestPageCacheAutoReadsDirectlyWhatOutgrowsRAMOrHasWholeFiles(t *testing.T) {
 	objs := []store.Object{{Key: "a", Size: 6 << 30}, {Key: "b", Size: 6 << 30}} // 12 GiB
 	auto, err := parsePageCache("auto")
 	if err != nil {
 		t.Fatal(err)
 	}
 	for _, tc := range []struct {
-		choice pageCacheChoice
-		ram    int64
-		want   shardfs.PageCache
+		choice     pageCacheChoice
+		ram        int64
+		wholeFiles bool
+		want       shardfs.PageCache
 	}{
-		{auto, 8 << 30, shardfs.DirectIO},
-		{auto, 16 << 30, shardfs.KeepPages},
-		{auto, 0, shardfs.KeepPages}, // RAM unknown
-		{pageCacheChoice{fixed: shardfs.KeepPages}, 1 << 30, shardfs.KeepPages},
-		{pageCacheChoice{fixed: shardfs.DirectIO}, 64 << 30, shardfs.DirectIO},
+		{auto, 8 << 30, false, shardfs.DirectIO},
+		{auto, 8 << 30, true, shardfs.DirectIO},
+		{auto, 16 << 30, false, shardfs.KeepPages},
+		{auto, 16 << 30, true, shardfs.DirectBesideWholeFiles},
+		{auto, 0, false, shardfs.KeepPages}, // RAM unknown
+		{pageCacheChoice{fixed: shardfs.KeepPages}, 1 << 30, true, shardfs.KeepPages},
+		{pageCacheChoice{fixed: shardfs.DirectIO}, 64 << 30, false, shardfs.DirectIO},
 	} {
-		if got := tc.choice.resolve(objs, tc.ram); got != tc.want {
-			t.Errorf("%+v with %d GiB of RAM: %v, want %v", tc.choice, tc.ram>>30, got, tc.want)
+		if got := tc.choice.resolve(objs, tc.ram, tc.wholeFiles); got != tc.want {
+			t.Errorf("%+v with %d GiB of RAM, whole-shard files %v: %v, want %v", tc.choice, tc.ram>>30, tc.wholeFiles, got, tc.want)
 		}
 	}
 }

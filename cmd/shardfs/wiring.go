@@ -91,7 +91,8 @@ func newMountWiring(ctx context.Context, cfg mountConfig, source, mountpoint str
 	gdsServer := newGDSServer(m.cache, files, log)
 	m.closers = append(m.closers, gdsServer.Close)
 	registerGDSMetrics(m.metrics, gdsServer)
-	pageCache := cfg.PageCache.resolve(m.backend.objects, physicalMemory())
+	wholeFiles := cfg.Passthrough != shardfs.PassthroughOff && m.cache != nil && m.cache.WholeFilesDir() != ""
+	pageCache := cfg.PageCache.resolve(m.backend.objects, physicalMemory(), wholeFiles)
 	log.Info("page cache", "policy", pageCache.String())
 	m.root, err = shardfs.New(shardfs.Options{
 		GDS:         gdsServer,

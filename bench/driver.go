@@ -33,7 +33,9 @@ type Options struct {
 	Lock    string // held for the whole run, so benchmarks never overlap
 	Log     io.Writer
 	// Profile: every shardfs daemon records a CPU profile from mount to
-	// unmount (SHARDFS_CPUPROFILE) in OUT/profiles, named for its pass.
+	// unmount and writes its allocation profile at unmount
+	// (SHARDFS_CPUPROFILE, SHARDFS_MEMPROFILE) in OUT/profiles, named for
+	// its pass.
 	Profile bool
 }
 
@@ -141,13 +143,16 @@ func (d *driver) scenario(ctx context.Context, s *Scenario) (failed, total int, 
 			r.Workload.Name, r.System.Name, xLabel(r))
 		err := d.run(ctx, r, func(rec Record) error {
 			total++
-			if rec.Error != "" {
+			switch {
+			case rec.Skipped != "":
+				fmt.Fprintf(d.o.Log, "  not run: %s\n", rec.Skipped)
+			case rec.Error != "":
 				failed++
 				fmt.Fprintf(d.o.Log, "  failed: %s\n", rec.Error)
 				for _, step := range rec.Teardown {
 					fmt.Fprintf(d.o.Log, "    %s\n", step)
 				}
-			} else {
+			default:
 				fmt.Fprintf(d.o.Log, "  pass %d: %s %.4g\n", rec.Pass, rec.Figure, rec.Value)
 			}
 			return d.results.Encode(rec)
@@ -303,6 +308,11 @@ func (d *driver) run(ctx context.Context, r Run, emit func(Record) error) error 
 	fail := func(pass int, err error) error {
 		rec := base
 		rec.Pass, rec.Error, rec.Started = pass, err.Error(), time.Now().UTC().Format(time.RFC3339)
+		return emit(rec)
+	}
+	if r.Skipped != "" {
+		rec := base
+		rec.Pass, rec.Skipped, rec.Started = 1, r.Skipped, time.Now().UTC().Format(time.RFC3339)
 		return emit(rec)
 	}
 	bin, err := d.binary(r.System)

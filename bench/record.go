@@ -84,6 +84,9 @@ type Record struct {
 	// "timeout after Ns" (N is TimeoutSeconds) when the workload outlived
 	// its deadline.
 	Error string `json:"error,omitempty"`
+	// Skipped is why the scenario does not run this row (a workload's
+	// skip): the row has no figures and is not a failure.
+	Skipped string `json:"skipped,omitempty"`
 	// Teardown, on a row that timed out, lists in order what the driver
 	// did to end the pass: the readers killed, where a shardfs daemon's
 	// goroutine dump went, how it unmounted, whether it killed the daemon

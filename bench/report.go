@@ -35,6 +35,7 @@ type Row struct {
 	Median, Min, Max    float64
 	Rounds, Failed      int
 	Failures            []string // the distinct reasons of the failed rounds, first lines
+	Skipped             string   // why the scenario does not run this row (Record.Skipped)
 	VsCeiling, VsPeer   float64  // NaN when there is no ceiling or peer row
 	DaemonCPU, StoreCPU float64  // CPU-seconds per GB read, medians
 	ReaderCPU           float64
@@ -85,6 +86,9 @@ func Summarize(recs []Record) []Table {
 
 func summarize(recs []Record) Table {
 	first := recs[0]
+	if i := slices.IndexFunc(recs, func(r Record) bool { return r.Skipped == "" }); i >= 0 {
+		first = recs[i] // a skipped row names no figure
+	}
 	t := Table{Scenario: first.Scenario, Workload: first.Workload, Store: first.Store, Dataset: first.Dataset,
 		Figure: first.Figure, Higher: first.HigherIsBetter, XName: first.XName}
 	type point struct {
@@ -109,6 +113,9 @@ func summarize(recs []Record) Table {
 		}
 		cells[cell{p, r.System}] = append(cells[cell{p, r.System}], r)
 		roles[r.System] = r.Role
+		if r.Skipped != "" {
+			continue
+		}
 		t.Trees = addTree(t.Trees, r.Tree, r.System)
 		if m := r.Machine.String(); !slices.Contains(t.Machines, m) {
 			t.Machines = append(t.Machines, m)
@@ -190,6 +197,10 @@ func summarizeCell(rs []Record, x float64, pass int, system, role string) Row {
 	row := Row{X: x, Pass: pass, System: system, Role: role}
 	var vals, daemon, store, readers, rss, fetched, perServed, evicted []float64
 	for _, r := range rs {
+		if r.Skipped != "" {
+			row.Skipped = r.Skipped
+			continue
+		}
 		if r.Error != "" {
 			row.Failed++
 			if reason, _, _ := strings.Cut(r.Error, "\n"); !slices.Contains(row.Failures, reason) {
@@ -280,7 +291,10 @@ func Markdown(tables []Table, plots map[string]string) string {
 				rounds += fmt.Sprintf(" (%d failed)", r.Failed)
 			}
 			figure, span := num(r.Median), num(r.Min)+"–"+num(r.Max)
-			if r.Rounds == 0 {
+			switch {
+			case r.Rounds == 0 && r.Failed == 0 && r.Skipped != "":
+				figure, span = "not run", "–"
+			case r.Rounds == 0:
 				figure, span = "failed", "–"
 			}
 			cols = append(cols, r.System, figure, span, rounds, num(r.VsCeiling), num(r.VsPeer),
@@ -294,8 +308,18 @@ func Markdown(tables []Table, plots map[string]string) string {
 }
 
 // writeFailures lists, under a table, why each of its failed rounds
-// failed: a row that failed has no figures, so the table shows none.
+// failed, and why each row not run was skipped: such rows have no
+// figures, so the table shows none.
 func writeFailures(b *strings.Builder, t Table) {
+	var skipped []string
+	for _, r := range t.Rows {
+		if r.Skipped != "" && r.Rounds == 0 && r.Failed == 0 {
+			skipped = append(skipped, fmt.Sprintf("- %s: %s\n", r.System, r.Skipped))
+		}
+	}
+	if len(skipped) > 0 {
+		b.WriteString("Not run:\n\n" + strings.Join(skipped, "") + "\n")
+	}
 	var lines []string
 	for _, r := range t.Rows {
 		if r.Failed == 0 {

@@ -96,18 +96,14 @@ func TestSummarizeLowerIsBetter(t *testing.T) {
 func TestMarkdownStatesTheCommandTreeAndMachine(t *testing.T) {
 	tables := Summarize(sweep())
 	md := Markdown(tables, map[string]string{"au/resnet50/remote": "bench/au-resnet50-remote.png"})
-	for _, want := range []string{
+	markdownHas(t, md,
 		"### au: resnet50, remote store",
 		"`shardfs bench run bench/scenarios/au.yaml`, data set shards; figure: au (higher is better); tree v1-2-gabc; box, 2 CPUs (cpu), 16 GiB RAM, Linux 6.1.",
 		"![au resnet50, remote](bench/au-resnet50-remote.png)",
 		"| accelerators | system | au (median) | range | rounds | × ceiling | × best peer |",
 		"| 4 | shardfs | 0.93 | 0.91–0.95 | 3 | 0.949 | 0.979 | 1 | 1 | 4 | 300 | 1.05 |",
 		"| 16 | shardfs | 0.55 | 0.5–0.6 | 2 (1 failed) |",
-	} {
-		if !strings.Contains(md, want) {
-			t.Errorf("markdown lacks %q:\n%s", want, md)
-		}
-	}
+	)
 }
 
 func TestPlotsHaveASeriesPerSystem(t *testing.T) {
@@ -163,16 +159,46 @@ func TestMarkdownShowsFailedRowsAndEachSystemsTree(t *testing.T) {
 		recs = append(recs, local, now, before)
 	}
 	md := Markdown(Summarize(recs), nil)
-	for _, want := range []string{
+	markdownHas(t, md,
 		"; trees 9bc6307a1b2c (local, shardfs), 4b9d18c0d1e2 (shardfs-before); box,",
 		"| 16 | shardfs-before | failed | – | 0 (2 failed) | – | – |",
 		"Failed:\n\n- shardfs-before at accelerators 16: 2 of 2 rounds failed: timeout after 660s\n",
-	} {
+	)
+	if p := Plots(Summarize(recs)); len(p) != 1 || len(p[0].Series) != 2 {
+		t.Errorf("plots %+v: want the two systems with figures, and no line at zero for the failed one", p)
+	}
+}
+
+// A row the scenario skips is shown as not run, with its reason under the
+// table: not as a failure, not in the ratios, not on the plot, and its
+// empty figure and tree name nothing.
+func TestMarkdownShowsSkippedRowsWithTheirReason(t *testing.T) {
+	skip := Record{Scenario: "au", Workload: "resnet50", System: "rclone", Role: "peer", Store: "remote", Dataset: "shards",
+		Round: 1, Pass: 1, XName: "accelerators", X: 16, Skipped: "it fills this box's memory",
+		Machine: Machine{Host: "box", CPUs: 2, CPUModel: "cpu", MemBytes: 16 << 30, Kernel: "6.1"}}
+	recs := []Record{skip, rec("local", "ceiling", 16, 1, 0.9), rec("shardfs", "subject", 16, 1, 0.8), rec("s3fs", "peer", 16, 1, 0.4)}
+	tables := Summarize(recs)
+	md := Markdown(tables, nil)
+	markdownHas(t, md,
+		"figure: au (higher is better); tree v1-2-gabc; box,",
+		"| 16 | rclone | not run | – | 0 |",
+		"| 16 | shardfs | 0.8 | 0.8–0.8 | 1 | 0.889 | 2 |",
+		"Not run:\n\n- rclone: it fills this box's memory\n",
+	)
+	if strings.Contains(md, "Failed:") {
+		t.Errorf("a skipped row is listed as failed:\n%s", md)
+	}
+	if p := Plots(tables); len(p) != 1 || len(p[0].Series) != 3 {
+		t.Errorf("plots %+v: want the two systems with figures, and no line at zero for the failed one", p)
+	}
+}
+
+// markdownHas fails t for each of wants that md lacks.
+func markdownHas(t *testing.T, md string, wants ...string) {
+	t.Helper()
+	for _, want := range wants {
 		if !strings.Contains(md, want) {
 			t.Errorf("markdown lacks %q:\n%s", want, md)
 		}
-	}
-	if p := Plots(Summarize(recs)); len(p) != 1 || len(p[0].Series) != 2 {
-		t.Errorf("plots %+v: want the two systems with figures, and no line at zero for the failed one", p)
 	}
 }

@@ -88,6 +88,9 @@ type Workload struct {
 	Params map[string]any `json:"params,omitempty"`
 	// TimeoutS overrides the scenario's TimeoutS for this workload.
 	TimeoutS float64 `json:"timeout_s,omitempty"`
+	// Skip names systems this workload is not run on through one store,
+	// each with the reason the tables print in its place.
+	Skip []Skip `json:"skip,omitempty"`
 	// Argv, Figure and Lower belong to the command kind: the command is
 	// run with {dir} (what to read), {data} (the local copy), {source}
 	// (s3://BUCKET/DATASET), {shardfs} (the binary), {python}, {root} (the
@@ -97,6 +100,13 @@ type Workload struct {
 	Argv   []string `json:"argv,omitempty"`
 	Figure string   `json:"figure,omitempty"`
 	Lower  bool     `json:"lower_is_better,omitempty"`
+}
+
+// Skip is a system a workload is not run on through a store, and why.
+type Skip struct {
+	System string `json:"system"`
+	Store  string `json:"store"`
+	Reason string `json:"reason"`
 }
 
 // Sweep is a parameter and the values it takes.
@@ -116,6 +126,8 @@ type Run struct {
 	System   *System
 	X        float64
 	Params   map[string]any // the workload's, with the swept one set
+	// Skipped is why the run is recorded without running (Workload.Skip).
+	Skipped string
 }
 
 var (
@@ -261,6 +273,11 @@ func (s *Scenario) check() error {
 				return fmt.Errorf("workload %q: store %q is not among the scenario's stores", w.Name, st)
 			}
 		}
+		for _, k := range w.Skip {
+			if !systems[k.System] || !slices.Contains(s.Stores, k.Store) || k.Reason == "" {
+				return fmt.Errorf("workload %q: a skip needs one of the scenario's systems, one of its stores and a reason", w.Name)
+			}
+		}
 		if w.Passes < 0 || w.TimeoutS < 0 {
 			return fmt.Errorf("workload %q: passes and timeout_s must not be negative", w.Name)
 		}
@@ -376,13 +393,23 @@ func (s *Scenario) Expand() []Run {
 					}
 					for _, y := range systems {
 						runs = append(runs, Run{Scenario: s, Round: round, Store: store, Workload: w,
-							Dataset: s.dataset(w.Dataset), System: y, X: x, Params: params})
+							Dataset: s.dataset(w.Dataset), System: y, X: x, Params: params, Skipped: w.skipped(y.Name, store)})
 					}
 				}
 			}
 		}
 	}
 	return runs
+}
+
+// skipped is why the workload is not run on system through store, or "".
+func (w *Workload) skipped(system, store string) string {
+	for _, k := range w.Skip {
+		if k.System == system && k.Store == store {
+			return k.Reason
+		}
+	}
+	return ""
 }
 
 // systemsFor lists the systems a workload runs on: its own list or all,

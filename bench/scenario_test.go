@@ -57,6 +57,33 @@ func TestExpandInterleavesSystemsRoundByRound(t *testing.T) {
 	}
 }
 
+// A workload's skip marks its runs of one system through one store with
+// the reason, and leaves every other run as it was.
+func TestExpandMarksSkippedRuns(t *testing.T) {
+	yaml := strings.Replace(twoStores, "params: {model", "skip: [{system: rclone, store: remote, reason: it fills the memory}]\n    params: {model", 1)
+	s, err := ParseScenario([]byte(yaml), false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	runs := s.Expand()
+	if len(runs) != 28 {
+		t.Fatalf("%d runs, want 28: a skipped run is still listed, to be recorded", len(runs))
+	}
+	skipped := 0
+	for _, r := range runs {
+		want := ""
+		if r.System.Name == "rclone" && r.Store == "remote" {
+			want, skipped = "it fills the memory", skipped+1
+		}
+		if r.Skipped != want {
+			t.Errorf("round %d %s %s on %s: skipped %q, want %q", r.Round, r.Store, r.Workload.Name, r.System.Name, r.Skipped, want)
+		}
+	}
+	if skipped != 4 {
+		t.Errorf("%d runs skipped, want 4 (two rounds, two points)", skipped)
+	}
+}
+
 // Only keeps the workloads named and refuses a name the scenario lacks.
 func TestOnlyKeepsTheNamedWorkloads(t *testing.T) {
 	s, err := ParseScenario([]byte(twoStores), false)
@@ -148,6 +175,8 @@ func TestScenarioErrorsNameWhatIsWrong(t *testing.T) {
 		{"kind: seq", "kind: sequential", `workload "seq": unknown kind "sequential"`},
 		{"rounds: 2", "rounds: 2\ncolour: red", `unknown field "colour"`},
 		{"stores: [loopback, remote]", "stores: [loopback, s3]", `unknown store "s3"`},
+		{"params: {model", "skip: [{system: rclone, store: remote}]\n    params: {model", `workload "au": a skip needs one of the scenario's systems, one of its stores and a reason`},
+		{"params: {model", "skip: [{system: s3fs, store: remote, reason: slow}]\n    params: {model", `workload "au": a skip needs`},
 	} {
 		_, err := ParseScenario([]byte(strings.Replace(twoStores, tc.from, tc.to, 1)), false)
 		if err == nil || !strings.Contains(err.Error(), tc.want) {

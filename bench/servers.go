@@ -229,8 +229,8 @@ func (d *driver) mount(ctx context.Context, r Run, bin string) (*mount, error) {
 			logf.Close()
 			return nil, err
 		}
-		name := fmt.Sprintf("%s.%s.%s.x%g.round%d.cpu.pprof", r.Workload.Name, y.Name, r.Store, r.X, r.Round)
-		cmd.Env = append(cmd.Env, "SHARDFS_CPUPROFILE="+filepath.Join(dir, name))
+		name := filepath.Join(dir, fmt.Sprintf("%s.%s.%s.x%g.round%d", r.Workload.Name, y.Name, r.Store, r.X, r.Round))
+		cmd.Env = append(cmd.Env, "SHARDFS_CPUPROFILE="+name+".cpu.pprof", "SHARDFS_MEMPROFILE="+name+".mem.pprof")
 	}
 	cmd.Stdout, cmd.Stderr = logf, logf
 	m := &mount{dir: d.mnt, cmd: cmd, exited: make(chan struct{}), log: logf.Name(), scratch: scratch}

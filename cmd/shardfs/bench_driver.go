@@ -29,7 +29,7 @@ func benchRunCommand() *cli.Command {
 			&cli.BoolFlag{Name: "dry-run", Usage: "list the runs in order and stop"},
 			&cli.StringSliceFlag{Name: "workload", Usage: "run only this workload of each scenario (repeat for more)"},
 			&cli.StringSliceFlag{Name: "store", Usage: "run only on this store of each scenario: loopback or remote"},
-			&cli.BoolFlag{Name: "profile", Usage: "record a CPU profile of every shardfs daemon, mount to unmount, in OUT/profiles (go tool pprof)"},
+			&cli.BoolFlag{Name: "profile", Usage: "record a CPU profile of every shardfs daemon, mount to unmount, and its allocation profile at unmount, in OUT/profiles (go tool pprof)"},
 			&cli.StringFlag{Name: "root", Value: ".", Usage: "the source tree (scripts/, bench/, .tools/bin)"},
 			&cli.StringFlag{Name: "python", Value: "/usr/bin/python3", Usage: "the interpreter with torch (Debian's)"},
 			&cli.StringFlag{Name: "lock", Value: "/tmp/shardfs-bench.lock", Usage: "lock held for the whole run"},

@@ -73,14 +73,20 @@ func (b *Builder) length(index int64) int64 {
 }
 
 // Write puts block index in the file: p holds its bytes at an aligned
-// address, padded with zeros to the alignment when the block is the
-// shard's short last one, and sum is the CRC32C of its real bytes. p is
-// not kept. It reports whether the file took the block: false once the
-// build is finished, abandoned or failed, or for a block that is not one
-// of the shard's.
+// address, and sum is the CRC32C of them. The shard's short last block
+// may come with or without padding to the alignment; without, it is
+// copied into an aligned buffer first (once per shard: the part that
+// fetched it has no room past the shard's end). p is not kept. It reports
+// whether the file took the block: false once the build is finished,
+// abandoned or failed, or for a block that is not one of the shard's.
 func (b *Builder) Write(index int64, p []byte, sum uint32) bool {
-	if index < 0 || index >= b.blocks() || int64(len(p)) < aligned.Up(b.length(index)) {
+	if index < 0 || index >= b.blocks() || int64(len(p)) < b.length(index) {
 		return false
+	}
+	if n := b.length(index); int64(len(p)) < aligned.Up(n) {
+		padded := aligned.Buffer(int(aligned.Up(n)))
+		copy(padded, p[:n])
+		p = padded
 	}
 	b.mu.RLock()
 	defer b.mu.RUnlock()

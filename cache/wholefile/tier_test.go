@@ -14,6 +14,7 @@ import (
 
 	"golang.org/x/sys/unix"
 
+	"github.com/shardfs/shardfs/cache/internal/aligned"
 	"github.com/shardfs/shardfs/cache/internal/cachetest"
 )
 
@@ -379,4 +380,32 @@ func TestConcurrentFirstOpensCheckOnce(t *testing.T) {
 		}
 	}
 	wantChecks(t, w, 1, 0, "8 concurrent opens")
+}
+
+// A build takes every block from Write, the shard's short last block
+// without its padding too (a part's buffer ends where the shard does):
+// Finish then reads nothing back, and the file holds the shard's bytes.
+func TestBuildTakesTheShortLastBlockUnpadded(t *testing.T) {
+	w := openTier(t, t.TempDir(), testQuota)
+	o := newTestShard("tail.tar", 3*unit+123)
+	b, ok, err := w.Begin(o.s, unit)
+	if err != nil || !ok {
+		t.Fatalf("Begin = %v, %v", ok, err)
+	}
+	for i := int64(0); i*unit < o.s.Size; i++ {
+		n := min(unit, o.s.Size-i*unit)
+		p := aligned.Buffer(int(unit))[:n] // the last: 123 bytes, no room for padding past them
+		copy(p, o.data[i*unit:])
+		if !b.Write(i, p, checksum(p)) {
+			t.Fatalf("Write of block %d (%d bytes) refused", i, n)
+		}
+	}
+	readBack := func(p []byte, off int64) bool {
+		t.Errorf("Finish read back %d bytes at %d: a block Write took was not kept", len(p), off)
+		return o.read(p, off)
+	}
+	if ok, err := b.Finish(context.Background(), readBack); !ok || err != nil {
+		t.Fatalf("Finish = %v, %v; want true", ok, err)
+	}
+	mustReadWhole(t, w, o)
 }

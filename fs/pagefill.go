@@ -91,7 +91,7 @@ type pageFiller struct {
 	buf     []byte // the ring block buffer, kept between goroutines
 	wg      sync.WaitGroup
 
-	filled, bytes, dropped, failed atomic.Uint64
+	queued, filled, bytes, dropped, failed atomic.Uint64
 }
 
 func newPageFiller() *pageFiller {
@@ -101,18 +101,18 @@ func newPageFiller() *pageFiller {
 	}
 }
 
-// FillStats counts page-cache fills: blocks handed to the kernel and their
-// bytes, fills dropped because the queue was full, and fills the kernel
-// refused or the cache no longer held.
+// FillStats counts page-cache fills: blocks queued for the filler, blocks
+// handed to the kernel and their bytes, fills dropped because the queue
+// was full, and fills the kernel refused or the cache no longer held.
 type FillStats struct {
-	Blocks, Bytes, Dropped, Failed uint64
+	Queued, Blocks, Bytes, Dropped, Failed uint64
 }
 
 func (p *pageFiller) stats() FillStats {
 	if p == nil {
 		return FillStats{}
 	}
-	return FillStats{Blocks: p.filled.Load(), Bytes: p.bytes.Load(), Dropped: p.dropped.Load(), Failed: p.failed.Load()}
+	return FillStats{Queued: p.queued.Load(), Blocks: p.filled.Load(), Bytes: p.bytes.Load(), Dropped: p.dropped.Load(), Failed: p.failed.Load()}
 }
 
 // offer queues fills of the blocks the lender names after a read of n
@@ -134,6 +134,7 @@ func (p *pageFiller) offer(node *fileNode, lender BlockLender, off int64, n int)
 		select {
 		case p.queue <- fill{node: node, lender: lender, index: index}:
 			queued = true
+			p.queued.Add(1)
 			continue
 		default:
 		}

@@ -106,8 +106,8 @@ func TestAFillHandsTheWholeBlockOnce(t *testing.T) {
 	if got := stored(); len(got) != 1 || got[0].off != 64 {
 		t.Fatalf("block 1, offered before and after the cache held it: %v; want one fill at 64", got)
 	}
-	if s := p.stats(); s.Blocks != 3 || s.Failed != 1 || s.Bytes != uint64(len(content)) {
-		t.Fatalf("stats %+v; want 3 blocks, %d bytes, 1 failed", s, len(content))
+	if s := p.stats(); s.Queued != 4 || s.Blocks != 3 || s.Failed != 1 || s.Bytes != uint64(len(content)) {
+		t.Fatalf("stats %+v; want 4 queued, each ending filled (3 blocks, %d bytes) or failed (1)", s, len(content))
 	}
 
 	node.released() // the last handle: what was handed over is forgotten

@@ -91,18 +91,21 @@ func TestShuffledSmallReadsAreServedFromFilledPages(t *testing.T) {
 
 // readUntilFilled reads offs in order until the filler has handed the
 // block they lie in to the page cache, and returns how many it read. A
-// read answered by the kernel offers nothing; a read the daemon answers
-// offers the block, and the filler either hands it over or, when the
-// cache does not hold it whole yet, fails it and waits for another read.
+// read answered by the kernel offers nothing; nor does a READ the kernel
+// made larger than a small read (its read-ahead around the page). A read
+// the daemon answers that queues the block for the filler (the queued
+// count grows before the reply) ends with the block handed over or, when
+// the cache does not hold it whole yet, failed, and waiting for another
+// read.
 func readUntilFilled(t *testing.T, mnt string, f *os.File, want []byte, offs []int64, size int64) int {
 	t.Helper()
 	deadline := time.Now().Add(time.Minute)
 	for i, off := range offs {
 		st := mountStats(t, mnt)
-		filled, failed, reached := st["page_cache_fills_total"], st["page_cache_fills_failed_total"], daemonReads(t, mnt)
+		filled, failed, queued, reached := st["page_cache_fills_total"], st["page_cache_fills_failed_total"], st["page_cache_fills_queued_total"], daemonReads(t, mnt)
 		readAndCompare(t, f, want, off, size)
-		if daemonReads(t, mnt) == reached {
-			continue // the kernel had this page
+		if daemonReads(t, mnt) == reached || mountStats(t, mnt)["page_cache_fills_queued_total"] == queued {
+			continue // the kernel had this page, or its READ offered no fill
 		}
 		for {
 			st := mountStats(t, mnt)

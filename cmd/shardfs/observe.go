@@ -129,6 +129,7 @@ func registerOpenMetrics(m *metrics.Metrics, root *shardfs.Root) {
 	m.GaugeFunc("shardfs_open_shards", "Shard handles open now (the kernel has not released them).", func() float64 { return float64(root.OpenShards()) })
 	m.CounterFunc("shardfs_daemon_opens_total", "Opens of shards whose reads the daemon serves.", func() float64 { _, d := root.OpenStats(); return float64(d) })
 	fills := statsOf(root.FillStats)
+	m.CounterFunc("shardfs_page_cache_fills_queued_total", "Blocks queued for the filler after a small random read landed in them; each ends filled or failed.", fills(func(s shardfs.FillStats) float64 { return float64(s.Queued) }))
 	m.CounterFunc("shardfs_page_cache_fills_total", "Blocks handed whole to the kernel's page cache after a random read landed in them (cached blocks, or a chunk fetched with the read); their other reads never reach the daemon.", fills(func(s shardfs.FillStats) float64 { return float64(s.Blocks) }))
 	m.CounterFunc("shardfs_page_cache_fill_bytes_total", "Bytes of the blocks handed to the kernel's page cache.", fills(func(s shardfs.FillStats) float64 { return float64(s.Bytes) }))
 	m.CounterFunc("shardfs_page_cache_fills_dropped_total", "Fills not made because the fill queue was full (the reads went to the daemon).", fills(func(s shardfs.FillStats) float64 { return float64(s.Dropped) }))

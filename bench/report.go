@@ -239,6 +239,10 @@ func summarizeCell(rs []Record, x float64, pass int, system, role string) Row {
 	return row
 }
 
+// notRun reports whether the row was skipped in every round (Skipped)
+// and so has no figures and no failures.
+func (r Row) notRun() bool { return r.Skipped != "" && r.Rounds == 0 && r.Failed == 0 }
+
 // median is the middle value (the mean of the middle two), NaN for none.
 func median(xs []float64) float64 {
 	if len(xs) == 0 {
@@ -292,7 +296,7 @@ func Markdown(tables []Table, plots map[string]string) string {
 			}
 			figure, span := num(r.Median), num(r.Min)+"–"+num(r.Max)
 			switch {
-			case r.Rounds == 0 && r.Failed == 0 && r.Skipped != "":
+			case r.notRun():
 				figure, span = "not run", "–"
 			case r.Rounds == 0:
 				figure, span = "failed", "–"
@@ -313,7 +317,7 @@ func Markdown(tables []Table, plots map[string]string) string {
 func writeFailures(b *strings.Builder, t Table) {
 	var skipped []string
 	for _, r := range t.Rows {
-		if r.Skipped != "" && r.Rounds == 0 && r.Failed == 0 {
+		if r.notRun() {
 			skipped = append(skipped, fmt.Sprintf("- %s: %s\n", r.System, r.Skipped))
 		}
 	}

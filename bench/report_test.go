@@ -189,7 +189,7 @@ func TestMarkdownShowsSkippedRowsWithTheirReason(t *testing.T) {
 		t.Errorf("a skipped row is listed as failed:\n%s", md)
 	}
 	if p := Plots(tables); len(p) != 1 || len(p[0].Series) != 3 {
-		t.Errorf("plots %+v: want the two systems with figures, and no line at zero for the failed one", p)
+		t.Errorf("plots %+v: want the three systems with figures, and no line for the skipped one", p)
 	}
 }
 

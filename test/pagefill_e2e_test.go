@@ -91,8 +91,8 @@ func TestShuffledSmallReadsAreServedFromFilledPages(t *testing.T) {
 
 // readUntilFilled reads offs in order until the filler has handed the
 // block they lie in to the page cache, and returns how many it read. A
-// read answered by the kernel offers nothing; nor does a READ the kernel
-// made larger than a small read (its read-ahead around the page). A read
+// read answered by the kernel offers nothing; nor does a READ that queues
+// no fill (one the kernel made larger than a small read, say). A read
 // the daemon answers that queues the block for the filler (the queued
 // count grows before the reply) ends with the block handed over or, when
 // the cache does not hold it whole yet, failed, and waiting for another

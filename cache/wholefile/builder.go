@@ -80,10 +80,14 @@ func (b *Builder) length(index int64) int64 {
 // whether the file took the block: false once the build is finished,
 // abandoned or failed, or for a block that is not one of the shard's.
 func (b *Builder) Write(index int64, p []byte, sum uint32) bool {
-	if index < 0 || index >= b.blocks() || int64(len(p)) < b.length(index) {
+	if index < 0 || index >= b.blocks() {
 		return false
 	}
-	if n := b.length(index); int64(len(p)) < aligned.Up(n) {
+	n := b.length(index)
+	if int64(len(p)) < n {
+		return false
+	}
+	if int64(len(p)) < aligned.Up(n) {
 		padded := aligned.Buffer(int(aligned.Up(n)))
 		copy(padded, p[:n])
 		p = padded
